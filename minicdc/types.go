@@ -1,0 +1,105 @@
+// Package minicdc is the embedded Mini-CDC runtime: it subscribes the record
+// spans of a fixed set of TiDB tables through a KV source, decodes rows with
+// the schema valid at commit_ts-1, emits DDL behind the min-resolved-ts fence
+// and reports coalesced checkpoints, all through one Callback. See
+// specs/minicdc.md for the contract.
+package minicdc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+)
+
+// StartConfig is what a runtime is started with. It is validated before any
+// dependency is touched (specs/minicdc.md, startup validation).
+type StartConfig struct {
+	// KeyspaceID is the TiDB keyspace (API v2). Required (non-zero) when
+	// NextGen is set; ignored otherwise.
+	KeyspaceID uint32
+	// NextGen selects keyspace-prefixed key ranges (TiDB next-gen / API v2).
+	NextGen bool
+	// StartTs is exclusive: changes with commit_ts <= StartTs are dropped.
+	StartTs uint64
+	// TableIDs are physical table ids (partition ids for partitioned
+	// tables). Non-empty, unique, each > 0. Fixed for the runtime's life.
+	TableIDs []int64
+	// DDLPollLimit is the trigger-DDL fetch batch size. Must be > 0.
+	DDLPollLimit int
+}
+
+// ConfigError names the StartConfig field that is invalid and why.
+type ConfigError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("minicdc: invalid StartConfig.%s = %s: %s", e.Field, e.Value, e.Reason)
+}
+
+// Validate checks the hard startup rules and returns a *ConfigError for the
+// first violation.
+func (c *StartConfig) Validate() error {
+	if c.DDLPollLimit <= 0 {
+		return &ConfigError{Field: "DDLPollLimit", Value: fmt.Sprint(c.DDLPollLimit), Reason: "must be > 0"}
+	}
+	if len(c.TableIDs) == 0 {
+		return &ConfigError{Field: "TableIDs", Value: "[]", Reason: "must name at least one physical table id"}
+	}
+	seen := make(map[int64]int, len(c.TableIDs))
+	for i, id := range c.TableIDs {
+		if id <= 0 {
+			return &ConfigError{Field: fmt.Sprintf("TableIDs[%d]", i), Value: fmt.Sprint(id), Reason: "table ids must be > 0"}
+		}
+		if j, dup := seen[id]; dup {
+			return &ConfigError{Field: fmt.Sprintf("TableIDs[%d]", i), Value: fmt.Sprint(id), Reason: fmt.Sprintf("duplicate of TableIDs[%d]", j)}
+		}
+		seen[id] = i
+	}
+	if c.NextGen && c.KeyspaceID == 0 {
+		return &ConfigError{Field: "KeyspaceID", Value: "0", Reason: "must be non-zero in next-gen (keyspace) mode"}
+	}
+	return nil
+}
+
+// RowChanged is one decoded row change delivered to OnRowChanged.
+//
+// Ownership (specs/minicdc.md): PreRow and Row are borrowed views valid only
+// during the callback; RowKey is an event-owned copy (copy again to keep it
+// long-term); TableInfo is shared and read-only.
+type RowChanged struct {
+	TableID   int64
+	StartTs   uint64
+	CommitTs  uint64
+	RowType   mounter.RowType
+	PreRow    mounter.Row
+	Row       mounter.Row
+	RowKey    []byte
+	TableInfo *model.TableInfo
+}
+
+// DDLOutput carries one DDL event with its full semantics. Event is
+// read-only and borrowed for the callback's lifetime.
+type DDLOutput struct {
+	Event *schemastore.DDLEvent
+}
+
+// Checkpoint is a coalesced resolved-progress snapshot. TableResolvedTs is a
+// copy the callee may keep.
+type Checkpoint struct {
+	GlobalResolvedTs uint64
+	TableResolvedTs  map[int64]uint64
+}
+
+// Callback receives the runtime's output. Any error it returns is fatal: the
+// runtime stops and reports that error (fail-fast, never skip).
+type Callback interface {
+	OnRowChanged(ctx context.Context, ev RowChanged) error
+	OnDDL(ctx context.Context, ev DDLOutput) error
+	OnCheckpoint(ctx context.Context, cp Checkpoint) error
+}
