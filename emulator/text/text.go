@@ -1,0 +1,342 @@
+// Package text is the emulator's full-text modality: an inverted index over a
+// collection's text fields, built on bleve/v2 (scorch) with BM25 ranking.
+//
+// The index holds no documents of its own, only what is needed to rank
+// primary keys: each configured field is analyzed with bleve's "standard"
+// analyzer (Unicode word segmentation, lower-casing, English stop words) and
+// nothing is stored, so a hit is a primary key and a score. The caller (the
+// emulator core) owns the documents and decides what an upsert contains.
+//
+// Usage:
+//
+//	idx, err := text.Open("", []string{"title", "body"}) // "" = in memory
+//	err = idx.Apply([]text.Op{{PK: "1", Fields: map[string]string{"title": "hello"}}})
+//	hits, err := idx.Search("hello world", nil, 10, nil)
+//
+// Persistence (see specs/emulator-text-vector.md, rules T-P1..T-P4): the
+// recommended mode for the emulator is in-memory, rebuilt from the document
+// store on start, which is consistent by construction. An on-disk index
+// (Open with a directory) is also supported: every Apply is durable when it
+// returns (scorch waits for the segment to be persisted), and ApplyMarked
+// stores an opaque mark in the same atomic batch so that after a restart the
+// caller can compare Mark() with its own store's applied point and rebuild
+// (Reset + re-Apply) when they differ.
+//
+// An Index is safe for concurrent use: bleve serializes batches internally and
+// searches read a consistent snapshot.
+package text
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// Op is one mutation of the text index, applied in slice order by Apply.
+// An upsert replaces the whole indexed content of PK: fields absent from
+// Fields are no longer searchable for that PK (rule T-A2).
+type Op struct {
+	PK     string
+	Delete bool
+	// Fields maps a configured field name to its text. Unknown field names
+	// are an error (rule T-A3).
+	Fields map[string]string
+}
+
+// Hit is one search result. Score is the BM25 score summed over the searched
+// fields; higher is better.
+type Hit struct {
+	PK    string
+	Score float64
+}
+
+// Index is a full-text index over a fixed list of fields.
+type Index struct {
+	dir    string
+	fields []string
+	// internal maps a field name to the bleve field name it is indexed under
+	// (f0, f1, ...), so that any column name, including ones with dots,
+	// is a single bleve field.
+	internal map[string]string
+	idx      bleve.Index
+}
+
+// Keys in bleve's internal (non-document) storage.
+var (
+	fieldsKey = []byte("_sfemu_text_fields")
+	markKey   = []byte("_sfemu_text_mark")
+)
+
+// ErrFieldsMismatch is returned by Open when an on-disk index was built for a
+// different field list; the caller should Destroy the directory and rebuild.
+var ErrFieldsMismatch = errors.New("text: on-disk index has a different field list")
+
+// Open opens (or creates) a text index over fields. dir "" keeps the index in
+// memory. An existing on-disk index must have been created with the same
+// field list in the same order, else Open returns an error wrapping
+// ErrFieldsMismatch (rule T-P3).
+func Open(dir string, fields []string) (*Index, error) {
+	if len(fields) == 0 {
+		return nil, errors.New("text: at least one text field is required")
+	}
+	seen := make(map[string]bool, len(fields))
+	internal := make(map[string]string, len(fields))
+	for i, f := range fields {
+		if f == "" {
+			return nil, fmt.Errorf("text: field %d has an empty name", i)
+		}
+		if seen[f] {
+			return nil, fmt.Errorf("text: field %q listed twice", f)
+		}
+		seen[f] = true
+		internal[f] = "f" + strconv.Itoa(i)
+	}
+	x := &Index{dir: dir, fields: append([]string(nil), fields...), internal: internal}
+	want, _ := json.Marshal(x.fields)
+
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "index_meta.json")); err == nil {
+			bi, err := bleve.Open(dir)
+			if err != nil {
+				return nil, fmt.Errorf("text: open %s: %w", dir, err)
+			}
+			got, err := bi.GetInternal(fieldsKey)
+			if err != nil {
+				_ = bi.Close()
+				return nil, fmt.Errorf("text: read field list from %s: %w", dir, err)
+			}
+			if !bytes.Equal(got, want) {
+				_ = bi.Close()
+				return nil, fmt.Errorf("%w: %s has %s, want %s", ErrFieldsMismatch, dir, got, want)
+			}
+			x.idx = bi
+			return x, nil
+		}
+	}
+	bi, err := bleve.NewUsing(dir, x.mapping(), scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("text: create index at %q: %w", dir, err)
+	}
+	if err := bi.SetInternal(fieldsKey, want); err != nil {
+		_ = bi.Close()
+		return nil, fmt.Errorf("text: store field list: %w", err)
+	}
+	x.idx = bi
+	return x, nil
+}
+
+// mapping builds the bleve mapping: a static document mapping with one
+// analyzed, unstored text field per configured field and BM25 scoring.
+func (x *Index) mapping() *mapping.IndexMappingImpl {
+	doc := bleve.NewDocumentStaticMapping()
+	for _, f := range x.fields {
+		fm := bleve.NewTextFieldMapping()
+		fm.Analyzer = standard.Name
+		fm.Store = false
+		fm.IncludeInAll = false
+		fm.IncludeTermVectors = false
+		fm.DocValues = false
+		doc.AddFieldMappingsAt(x.internal[f], fm)
+	}
+	m := bleve.NewIndexMapping()
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = standard.Name
+	m.ScoringModel = index.BM25Scoring
+	m.StoreDynamic = false
+	m.IndexDynamic = false
+	m.DocValuesDynamic = false
+	return m
+}
+
+// Fields returns the configured field names in order.
+func (x *Index) Fields() []string { return append([]string(nil), x.fields...) }
+
+// Apply applies ops atomically, in order; for the same PK the last op in the
+// slice wins (rule T-A1). It validates every op before changing anything.
+func (x *Index) Apply(ops []Op) error { return x.apply(ops, nil) }
+
+// ApplyMarked is Apply plus storing mark in the same atomic batch (rule T-P2).
+func (x *Index) ApplyMarked(ops []Op, mark []byte) error {
+	if mark == nil {
+		mark = []byte{}
+	}
+	return x.apply(ops, mark)
+}
+
+func (x *Index) apply(ops []Op, mark []byte) error {
+	b := x.idx.NewBatch()
+	for i, op := range ops {
+		if op.PK == "" {
+			return fmt.Errorf("text: op %d: empty primary key", i)
+		}
+		if op.Delete {
+			if len(op.Fields) != 0 {
+				return fmt.Errorf("text: op %d (pk %q): delete must not carry fields", i, op.PK)
+			}
+			b.Delete(op.PK)
+			continue
+		}
+		doc := make(map[string]interface{}, len(op.Fields))
+		for name, v := range op.Fields {
+			in, ok := x.internal[name]
+			if !ok {
+				return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
+			}
+			doc[in] = v
+		}
+		if err := b.Index(op.PK, doc); err != nil {
+			return fmt.Errorf("text: op %d (pk %q): %w", i, op.PK, err)
+		}
+	}
+	if mark != nil {
+		b.SetInternal(markKey, mark)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("text: apply batch of %d ops: %w", len(ops), err)
+	}
+	return nil
+}
+
+// Mark returns the mark stored by the last ApplyMarked, or nil if none.
+func (x *Index) Mark() ([]byte, error) {
+	v, err := x.idx.GetInternal(markKey)
+	if err != nil {
+		return nil, fmt.Errorf("text: read mark: %w", err)
+	}
+	return v, nil
+}
+
+// Count returns the number of indexed documents.
+func (x *Index) Count() (uint64, error) {
+	n, err := x.idx.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("text: doc count: %w", err)
+	}
+	return n, nil
+}
+
+// Search ranks documents matching the analyzed query text in the given
+// fields (nil or empty = all configured fields) and returns at most k hits,
+// best first; ties are broken by ascending PK so results are deterministic
+// (rule T-S3). Query terms are ORed; a document's score is the sum of its
+// per-field BM25 scores (rule T-S1). filter, if not nil, keeps only PKs for
+// which it returns true; the top k is taken after filtering (rule T-S4).
+func (x *Index) Search(queryText string, fields []string, k int, filter func(pk string) bool) ([]Hit, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("text: k must be positive, got %d", k)
+	}
+	if len(fields) == 0 {
+		fields = x.fields
+	}
+	var disj []query.Query
+	for _, f := range fields {
+		in, ok := x.internal[f]
+		if !ok {
+			return nil, fmt.Errorf("text: search field %q is not a text field of this index (have %v)", f, x.fields)
+		}
+		mq := bleve.NewMatchQuery(queryText)
+		mq.SetField(in)
+		mq.Analyzer = standard.Name
+		disj = append(disj, mq)
+	}
+	q := bleve.NewDisjunctionQuery(disj...)
+
+	// Without a filter one search of size k suffices. With a filter, fetch a
+	// window, filter it, and widen until k survive or the matches run out.
+	size := k
+	if filter != nil {
+		size = max(4*k, 64)
+	}
+	for {
+		req := bleve.NewSearchRequestOptions(q, size, 0, false)
+		req.SortBy([]string{"-_score", "_id"})
+		res, err := x.idx.Search(req)
+		if err != nil {
+			return nil, fmt.Errorf("text: search %q: %w", queryText, err)
+		}
+		hits := make([]Hit, 0, min(k, len(res.Hits)))
+		for _, h := range res.Hits {
+			if filter != nil && !filter(h.ID) {
+				continue
+			}
+			hits = append(hits, Hit{PK: h.ID, Score: h.Score})
+			if len(hits) == k {
+				break
+			}
+		}
+		if len(hits) == k || uint64(len(res.Hits)) >= res.Total || filter == nil {
+			sortHits(hits)
+			return hits, nil
+		}
+		size *= 4
+	}
+}
+
+// sortHits re-establishes (score desc, pk asc): bleve already sorts this way,
+// this only guards the contract against a library change.
+func sortHits(h []Hit) {
+	sort.SliceStable(h, func(i, j int) bool {
+		if h[i].Score != h[j].Score {
+			return h[i].Score > h[j].Score
+		}
+		return h[i].PK < h[j].PK
+	})
+}
+
+// Reset removes every document and the mark, keeping the field list, so the
+// caller can rebuild from its document store (rule T-P4).
+func (x *Index) Reset() error {
+	for {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)
+		res, err := x.idx.Search(req)
+		if err != nil {
+			return fmt.Errorf("text: reset: list docs: %w", err)
+		}
+		b := x.idx.NewBatch()
+		for _, h := range res.Hits {
+			b.Delete(h.ID)
+		}
+		b.DeleteInternal(markKey)
+		if err := x.idx.Batch(b); err != nil {
+			return fmt.Errorf("text: reset: delete batch: %w", err)
+		}
+		if len(res.Hits) == 0 {
+			return nil
+		}
+	}
+}
+
+// Close releases the index. An on-disk index can be reopened with Open.
+func (x *Index) Close() error {
+	if err := x.idx.Close(); err != nil {
+		return fmt.Errorf("text: close: %w", err)
+	}
+	return nil
+}
+
+// Destroy removes an on-disk index directory (after Close). It is what the
+// caller does on ErrFieldsMismatch before reopening and rebuilding.
+func Destroy(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("text: destroy %s: %w", dir, err)
+	}
+	return nil
+}
