@@ -37,7 +37,8 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) bash .ci/fuzz.sh
 
 proto:
-	GOBIN=$(CURDIR)/$(BIN) $(GO) install $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install $(PROTOC_GEN_GO_GRPC)
 	PATH=$(CURDIR)/$(BIN):$$PATH protoc -I emulator/api/v1 \
 		--go_out=emulator/api/v1 --go_opt=paths=source_relative \
 		--go-grpc_out=emulator/api/v1 --go-grpc_opt=paths=source_relative \
