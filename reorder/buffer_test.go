@@ -1,0 +1,283 @@
+package reorder
+
+import (
+	"flag"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var seedFlag = flag.Int64("seed", 0, "seed for randomized tests (0 = time based)")
+
+func testSeed(t *testing.T) int64 {
+	s := *seedFlag
+	if s == 0 {
+		s = time.Now().UnixNano()
+	}
+	t.Logf("seed=%d (rerun with -seed=%d)", s, s)
+	return s
+}
+
+type row struct {
+	ts  uint64
+	tag string
+}
+
+func newBuf(t *testing.T, rows int, bytes int64) *Buffer[row] {
+	t.Helper()
+	b, err := New[row](Config{Partition: "table:42", MaxUnsealedRows: rows, MaxUnsealedBytes: bytes})
+	require.NoError(t, err)
+	return b
+}
+
+func add(t *testing.T, b *Buffer[row], ts uint64, tag string) {
+	t.Helper()
+	require.NoError(t, b.Add(ts, 10, row{ts, tag}))
+}
+
+func tags(items []Item[row]) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Value.tag
+	}
+	return out
+}
+
+func TestConfigValidate(t *testing.T) {
+	_, err := New[row](Config{Partition: "p", MaxUnsealedRows: 0, MaxUnsealedBytes: 1})
+	require.ErrorContains(t, err, "MaxUnsealedRows")
+	_, err = New[row](Config{Partition: "p", MaxUnsealedRows: 1, MaxUnsealedBytes: 0})
+	require.ErrorContains(t, err, "MaxUnsealedBytes")
+}
+
+func TestSealByCheckpoint(t *testing.T) {
+	b := newBuf(t, 100, 1<<20)
+	add(t, b, 10, "a")
+	add(t, b, 20, "b")
+	add(t, b, 30, "c")
+	require.Empty(t, b.Drain(nil), "nothing sealed yet")
+	require.NoError(t, b.SealCheckpoint(20))
+	require.Equal(t, []string{"a", "b"}, tags(b.Drain(nil)), "resolved_ts >= commit_ts seals")
+	rows, bytes := b.Unsealed()
+	require.Equal(t, 1, rows)
+	require.Equal(t, int64(10), bytes)
+	require.NoError(t, b.SealCheckpoint(29))
+	require.Empty(t, b.Drain(nil))
+	require.NoError(t, b.SealCheckpoint(30))
+	require.Equal(t, []string{"c"}, tags(b.Drain(nil)))
+	require.Equal(t, 0, b.Len())
+}
+
+func TestSealByDDL(t *testing.T) {
+	b := newBuf(t, 100, 1<<20)
+	add(t, b, 5, "a")
+	add(t, b, 7, "b")
+	add(t, b, 7, "c")
+	add(t, b, 8, "d")
+	require.NoError(t, b.SealDDL(7))
+	require.Equal(t, []string{"a", "b", "c"}, tags(b.Drain(nil)), "every row with commit_ts <= ddl ts")
+	// A checkpoint behind the DDL seal is legal (coalesced) and changes nothing.
+	require.NoError(t, b.SealCheckpoint(6))
+	require.Empty(t, b.Drain(nil))
+	require.Equal(t, uint64(7), b.SealedTs())
+}
+
+func TestStableOrderWithinCommitTs(t *testing.T) {
+	b := newBuf(t, 100, 1<<20)
+	add(t, b, 9, "x1")
+	add(t, b, 5, "a1")
+	add(t, b, 9, "x2")
+	add(t, b, 5, "a2")
+	add(t, b, 9, "x3")
+	add(t, b, 5, "a3")
+	require.NoError(t, b.SealCheckpoint(9))
+	got := b.Drain(nil)
+	require.Equal(t, []string{"a1", "a2", "a3", "x1", "x2", "x3"}, tags(got))
+	for i := 1; i < len(got); i++ {
+		if got[i].CommitTs == got[i-1].CommitTs {
+			require.Less(t, got[i-1].Ordinal, got[i].Ordinal)
+		}
+	}
+}
+
+func TestOutOfOrderArrivalsComeOutSorted(t *testing.T) {
+	b := newBuf(t, 100, 1<<20)
+	for _, ts := range []uint64{50, 10, 40, 20, 30, 15, 45} {
+		add(t, b, ts, "")
+	}
+	require.NoError(t, b.SealCheckpoint(42))
+	var got []uint64
+	for _, it := range b.Drain(nil) {
+		got = append(got, it.CommitTs)
+	}
+	require.Equal(t, []uint64{10, 15, 20, 30, 40}, got)
+	// A later out-of-order arrival above the seal still sorts in.
+	add(t, b, 43, "")
+	require.NoError(t, b.SealCheckpoint(100))
+	got = got[:0]
+	for _, it := range b.Drain(nil) {
+		got = append(got, it.CommitTs)
+	}
+	require.Equal(t, []uint64{43, 45, 50}, got)
+}
+
+func TestRowsBoundEnforced(t *testing.T) {
+	b := newBuf(t, 3, 1<<20)
+	add(t, b, 1, "a")
+	add(t, b, 2, "b")
+	add(t, b, 3, "c")
+	err := b.Add(4, 10, row{4, "d"})
+	var fe *FullError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, BoundRows, fe.Bound)
+	require.Equal(t, int64(3), fe.Limit)
+	require.Equal(t, 3, fe.UnsealedRows)
+	require.Equal(t, "table:42", fe.Partition)
+	require.Equal(t, 3, b.Len(), "the rejected row was not added")
+	// Under pressure nothing unsealed comes out.
+	require.Empty(t, b.Drain(nil))
+	// Sealed-but-undrained rows do not count against the bound.
+	require.NoError(t, b.SealCheckpoint(1))
+	add(t, b, 4, "d")
+	require.Equal(t, []string{"a"}, tags(b.Drain(nil)))
+}
+
+func TestBytesBoundEnforced(t *testing.T) {
+	b := newBuf(t, 100, 25)
+	require.NoError(t, b.Add(1, 10, row{}))
+	require.NoError(t, b.Add(2, 10, row{}))
+	err := b.Add(3, 10, row{})
+	var fe *FullError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, BoundBytes, fe.Bound)
+	require.Equal(t, int64(20), fe.UnsealedBytes)
+	require.Equal(t, int64(10), fe.RowBytes)
+	require.False(t, fe.Never)
+	require.True(t, b.Fits(5))
+	// A row bigger than the bound can never fit.
+	require.ErrorAs(t, b.Add(3, 26, row{}), &fe)
+	require.True(t, fe.Never)
+	require.NoError(t, b.SealCheckpoint(2))
+	require.NoError(t, b.Add(3, 25, row{}))
+}
+
+func TestLateRowAndSealRegression(t *testing.T) {
+	b := newBuf(t, 10, 1000)
+	add(t, b, 10, "a")
+	require.NoError(t, b.SealCheckpoint(10))
+	var le *LateRowError
+	require.ErrorAs(t, b.Add(10, 1, row{}), &le)
+	require.Equal(t, uint64(10), le.SealedTs)
+	require.ErrorAs(t, b.Add(3, 1, row{}), &le)
+	var se *SealRegressionError
+	require.ErrorAs(t, b.SealCheckpoint(9), &se)
+	require.Equal(t, "checkpoint", se.Kind)
+	require.NoError(t, b.SealDDL(12))
+	require.ErrorAs(t, b.SealDDL(11), &se)
+	require.Equal(t, "ddl", se.Kind)
+}
+
+func TestDrainN(t *testing.T) {
+	b := newBuf(t, 100, 1<<20)
+	for i := uint64(1); i <= 5; i++ {
+		add(t, b, i, string(rune('a'+i-1)))
+	}
+	require.NoError(t, b.SealCheckpoint(5))
+	require.Equal(t, []string{"a", "b"}, tags(b.DrainN(nil, 2)))
+	require.Equal(t, 3, b.Sealed())
+	require.Equal(t, []string{"c", "d", "e"}, tags(b.DrainN(nil, 10)))
+}
+
+// TestRandomAgainstModel: random arrivals (bounded out-of-order), random
+// seals of both kinds, random pressure. Checks against a reference model:
+// drained rows are exactly the model's sealed rows in (ts, arrival) order,
+// never an unsealed row, and at the end nothing is lost.
+func TestRandomAgainstModel(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	for round := 0; round < 50; round++ {
+		maxRows := 1 + rng.Intn(20)
+		maxBytes := int64(50 + rng.Intn(200))
+		b, err := New[int](Config{Partition: "p", MaxUnsealedRows: maxRows, MaxUnsealedBytes: maxBytes})
+		require.NoError(t, err)
+		type mrow struct {
+			ts   uint64
+			ord  int
+			size int64
+		}
+		var model []mrow // buffered rows, arrival order
+		var seal uint64
+		var cp, ddl uint64
+		ord := 0
+		var out []Item[int]
+		var all []mrow
+		for step := 0; step < 400; step++ {
+			switch op := rng.Intn(10); {
+			case op < 6: // add
+				ts := seal + 1 + uint64(rng.Intn(15))
+				size := int64(1 + rng.Intn(30))
+				err := b.Add(ts, size, ord)
+				var unsealedRows int
+				var unsealedBytes int64
+				for _, m := range model {
+					if m.ts > seal {
+						unsealedRows++
+						unsealedBytes += m.size
+					}
+				}
+				wantFull := unsealedRows+1 > maxRows || unsealedBytes+size > maxBytes
+				if wantFull {
+					var fe *FullError
+					require.ErrorAs(t, err, &fe, "seed %d round %d step %d", seed, round, step)
+					continue
+				}
+				require.NoError(t, err, "seed %d round %d step %d", seed, round, step)
+				model = append(model, mrow{ts, ord, size})
+				all = append(all, mrow{ts, ord, size})
+				ord++
+			case op < 8: // checkpoint seal
+				cp += uint64(rng.Intn(8))
+				require.NoError(t, b.SealCheckpoint(cp))
+				seal = max(seal, cp)
+			case op < 9: // ddl seal
+				ddl = max(ddl, cp) + uint64(rng.Intn(6))
+				require.NoError(t, b.SealDDL(ddl))
+				seal = max(seal, ddl)
+			default: // drain
+				before := len(out)
+				out = b.Drain(out)
+				var want []mrow
+				var keep []mrow
+				for _, m := range model {
+					if m.ts <= seal {
+						want = append(want, m)
+					} else {
+						keep = append(keep, m)
+					}
+				}
+				model = keep
+				sort.SliceStable(want, func(i, j int) bool { return want[i].ts < want[j].ts })
+				got := out[before:]
+				require.Len(t, got, len(want), "seed %d round %d step %d", seed, round, step)
+				for i := range want {
+					require.Equal(t, want[i].ts, got[i].CommitTs, "seed %d round %d step %d", seed, round, step)
+					require.Equal(t, want[i].ord, got[i].Value, "seed %d round %d step %d", seed, round, step)
+					require.LessOrEqual(t, got[i].CommitTs, seal, "unsealed row emitted; seed %d", seed)
+				}
+			}
+		}
+		// Final seal: everything comes out exactly once, nothing lost.
+		require.NoError(t, b.SealCheckpoint(^uint64(0)))
+		out = b.Drain(out)
+		require.Len(t, out, len(all), "seed %d round %d: rows lost or duplicated", seed, round)
+		seen := make(map[int]bool)
+		for _, it := range out {
+			require.False(t, seen[it.Value], "seed %d: duplicate", seed)
+			seen[it.Value] = true
+		}
+		require.Equal(t, 0, b.Len())
+	}
+}
