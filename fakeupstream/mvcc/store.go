@@ -1,0 +1,590 @@
+package mvcc
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/google/btree"
+
+	"github.com/searchfabric/sfemu/fakeupstream/tso"
+)
+
+// entry holds everything known about one key.
+type entry struct {
+	key    []byte
+	lock   *Lock
+	writes []Write // ascending CommitTs
+}
+
+func lessEntry(a, b *entry) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// Store is the multi-version key space.
+type Store struct {
+	tree      *btree.BTreeG[*entry]
+	nlocks    int
+	safePoint uint64
+	obs       Observer
+	probe     entry
+}
+
+// New returns an empty store. obs may be nil.
+func New(obs Observer) *Store {
+	return &Store{tree: btree.NewG[*entry](32, lessEntry), obs: obs}
+}
+
+// SetObserver replaces the change observer.
+func (s *Store) SetObserver(obs Observer) { s.obs = obs }
+
+func (s *Store) get(key []byte) *entry {
+	s.probe.key = key
+	e, _ := s.tree.Get(&s.probe)
+	s.probe.key = nil
+	return e
+}
+
+func (s *Store) getOrCreate(key []byte) *entry {
+	if e := s.get(key); e != nil {
+		return e
+	}
+	e := &entry{key: append([]byte(nil), key...)}
+	s.tree.ReplaceOrInsert(e)
+	return e
+}
+
+// latestData returns the newest Put/Delete record with CommitTs <= ts.
+func (e *entry) latestData(ts uint64) *Write {
+	for i := len(e.writes) - 1; i >= 0; i-- {
+		w := &e.writes[i]
+		if w.CommitTs <= ts && w.isData() {
+			return w
+		}
+	}
+	return nil
+}
+
+// valueAt is the value visible at ts (nil: absent or deleted).
+func (e *entry) valueAt(ts uint64) []byte {
+	if w := e.latestData(ts); w != nil && w.Kind == WritePut {
+		return w.Value
+	}
+	return nil
+}
+
+// recordOf returns the write record of txn startTs (any kind), if present.
+func (e *entry) recordOf(startTs uint64) *Write {
+	for i := len(e.writes) - 1; i >= 0; i-- {
+		if e.writes[i].StartTs == startTs {
+			return &e.writes[i]
+		}
+	}
+	return nil
+}
+
+func (e *entry) addWrite(w Write) {
+	n := len(e.writes)
+	if n == 0 || e.writes[n-1].CommitTs <= w.CommitTs {
+		e.writes = append(e.writes, w)
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return e.writes[i].CommitTs > w.CommitTs })
+	e.writes = append(e.writes, Write{})
+	copy(e.writes[i+1:], e.writes[i:])
+	e.writes[i] = w
+}
+
+func (s *Store) emit(c Change) {
+	if s.obs != nil && c.Op != OpLock {
+		s.obs(c)
+	}
+}
+
+// blocking reports whether lock l blocks a snapshot read at ts, following
+// TiKV: only locks with start_ts <= ts that change data block, and an
+// async-commit/1PC lock whose min_commit_ts is above ts cannot commit at or
+// below ts, so it does not block.
+func blocking(l *Lock, ts uint64) bool {
+	if l == nil || l.StartTs > ts || l.Op == OpLock {
+		return false
+	}
+	if l.MinCommitTs > ts {
+		return false
+	}
+	return true
+}
+
+func (s *Store) checkRead(ts uint64) error {
+	if ts < s.safePoint {
+		return &GCTooEarlyError{ReadTs: ts, SafePoint: s.safePoint}
+	}
+	return nil
+}
+
+// Get returns the committed value of key visible at ts (nil if absent), or
+// a *LockedError if a lock blocks the read, or a *GCTooEarlyError.
+func (s *Store) Get(key []byte, ts uint64) ([]byte, error) {
+	if err := s.checkRead(ts); err != nil {
+		return nil, err
+	}
+	e := s.get(key)
+	if e == nil {
+		return nil, nil
+	}
+	if blocking(e.lock, ts) {
+		return nil, &LockedError{Lock: *e.lock, ReadTs: ts}
+	}
+	return e.valueAt(ts), nil
+}
+
+// KV is one key/value pair of a scan.
+type KV struct {
+	Key   []byte
+	Value []byte
+}
+
+// Scan returns up to limit (<= 0: no limit) visible pairs in [start, end)
+// (nil end = +inf) at ts, in key order. A blocking lock inside the range
+// fails the scan with a *LockedError, as TiKV's scanner does.
+func (s *Store) Scan(start, end []byte, ts uint64, limit int) ([]KV, error) {
+	if err := s.checkRead(ts); err != nil {
+		return nil, err
+	}
+	var out []KV
+	var err error
+	s.ascend(start, end, func(e *entry) bool {
+		if blocking(e.lock, ts) {
+			err = &LockedError{Lock: *e.lock, ReadTs: ts}
+			return false
+		}
+		if v := e.valueAt(ts); v != nil {
+			out = append(out, KV{Key: e.key, Value: v})
+		}
+		return limit <= 0 || len(out) < limit
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) ascend(start, end []byte, fn func(*entry) bool) {
+	pivot := &entry{key: start}
+	s.tree.AscendGreaterOrEqual(pivot, func(e *entry) bool {
+		if end != nil && bytes.Compare(e.key, end) >= 0 {
+			return false
+		}
+		return fn(e)
+	})
+}
+
+// PrewriteOptions describe the transaction a prewrite belongs to.
+type PrewriteOptions struct {
+	Primary []byte
+	StartTs uint64
+	TTL     uint64
+	// AsyncCommit marks the locks as async-commit locks; Secondaries is
+	// then recorded on the primary's lock and MinCommitTs on every lock.
+	AsyncCommit bool
+	Secondaries [][]byte
+	MinCommitTs uint64
+}
+
+// Prewrite locks every mutation's key for txn opts.StartTs, all or
+// nothing. Re-prewriting a key already locked by the same txn is a no-op.
+// It fails with *LockedError (another txn's lock), *WriteConflictError (a
+// newer commit) or *TxnRolledBackError (this txn was rolled back).
+func (s *Store) Prewrite(muts []Mutation, opts PrewriteOptions) error {
+	if opts.StartTs == 0 {
+		return &BadTimestampError{What: "prewrite with start_ts 0"}
+	}
+	if err := s.checkConflicts(muts, opts.StartTs); err != nil {
+		return err
+	}
+	for _, m := range muts {
+		e := s.getOrCreate(m.Key)
+		if e.lock != nil { // same txn, checked above
+			continue
+		}
+		l := &Lock{
+			Key:            e.key,
+			Primary:        append([]byte(nil), opts.Primary...),
+			StartTs:        opts.StartTs,
+			TTL:            opts.TTL,
+			Op:             m.Op,
+			Value:          append([]byte(nil), m.Value...),
+			MinCommitTs:    opts.MinCommitTs,
+			UseAsyncCommit: opts.AsyncCommit,
+		}
+		if opts.AsyncCommit && bytes.Equal(m.Key, opts.Primary) {
+			for _, k := range opts.Secondaries {
+				l.Secondaries = append(l.Secondaries, append([]byte(nil), k...))
+			}
+		}
+		e.lock = l
+		s.nlocks++
+		s.emit(Change{Kind: ChangePrewrite, Op: m.Op, Key: e.key, StartTs: opts.StartTs, Value: l.Value, OldValue: e.valueAt(^uint64(0))})
+	}
+	return nil
+}
+
+func (s *Store) checkConflicts(muts []Mutation, startTs uint64) error {
+	for _, m := range muts {
+		e := s.get(m.Key)
+		if e == nil {
+			continue
+		}
+		if e.lock != nil && e.lock.StartTs != startTs {
+			return &LockedError{Lock: *e.lock, ReadTs: startTs}
+		}
+		if r := e.recordOf(startTs); r != nil && r.Kind == WriteRollback {
+			return &TxnRolledBackError{Key: e.key, StartTs: startTs}
+		}
+		for i := len(e.writes) - 1; i >= 0; i-- {
+			w := &e.writes[i]
+			if w.CommitTs <= startTs {
+				break
+			}
+			if w.Kind != WriteRollback {
+				return &WriteConflictError{Key: e.key, StartTs: startTs, ConflictStartTs: w.StartTs, ConflictCommitTs: w.CommitTs}
+			}
+		}
+	}
+	return nil
+}
+
+// OnePC commits muts at commitTs without locks, all or nothing; the CDC
+// feed sees COMMITTED rows. Conflict rules are those of Prewrite.
+func (s *Store) OnePC(muts []Mutation, startTs, commitTs uint64) error {
+	if startTs == 0 || commitTs <= startTs {
+		return &BadTimestampError{What: "1PC needs 0 < start_ts < commit_ts"}
+	}
+	if err := s.checkConflicts(muts, startTs); err != nil {
+		return err
+	}
+	for _, m := range muts {
+		e := s.getOrCreate(m.Key)
+		old := e.valueAt(^uint64(0))
+		w := Write{StartTs: startTs, CommitTs: commitTs}
+		switch m.Op {
+		case OpPut:
+			w.Kind, w.Value = WritePut, append([]byte(nil), m.Value...)
+		case OpDel:
+			w.Kind = WriteDelete
+		default:
+			w.Kind = WriteLock
+		}
+		e.addWrite(w)
+		s.emit(Change{Kind: ChangeCommitted, Op: m.Op, Key: e.key, StartTs: startTs, CommitTs: commitTs, Value: w.Value, OldValue: old})
+	}
+	return nil
+}
+
+// Commit turns txn startTs's locks on keys into write records at commitTs,
+// all or nothing. Committing an already committed key is a no-op.
+func (s *Store) Commit(keys [][]byte, startTs, commitTs uint64) error {
+	if commitTs <= startTs {
+		return &BadTimestampError{What: "commit_ts must be greater than start_ts"}
+	}
+	for _, k := range keys {
+		e := s.get(k)
+		if e != nil && e.lock != nil && e.lock.StartTs == startTs {
+			if commitTs < e.lock.MinCommitTs {
+				return &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: e.lock.MinCommitTs}
+			}
+			continue
+		}
+		var r *Write
+		if e != nil {
+			r = e.recordOf(startTs)
+		}
+		switch {
+		case r == nil:
+			return &LockNotFoundError{Key: k, StartTs: startTs}
+		case r.Kind == WriteRollback:
+			return &TxnRolledBackError{Key: k, StartTs: startTs}
+		}
+	}
+	for _, k := range keys {
+		e := s.get(k)
+		if e.lock == nil || e.lock.StartTs != startTs {
+			continue // already committed
+		}
+		s.commitLock(e, commitTs)
+	}
+	return nil
+}
+
+func (s *Store) commitLock(e *entry, commitTs uint64) {
+	l := e.lock
+	w := Write{StartTs: l.StartTs, CommitTs: commitTs}
+	switch l.Op {
+	case OpPut:
+		w.Kind, w.Value = WritePut, l.Value
+	case OpDel:
+		w.Kind = WriteDelete
+	default:
+		w.Kind = WriteLock
+	}
+	e.lock = nil
+	s.nlocks--
+	e.addWrite(w)
+	s.emit(Change{Kind: ChangeCommit, Op: l.Op, Key: e.key, StartTs: l.StartTs, CommitTs: commitTs})
+}
+
+// Rollback removes txn startTs's locks on keys and leaves rollback records
+// so a late prewrite of the same txn fails. It fails with
+// *TxnCommittedError if the txn already committed a key.
+func (s *Store) Rollback(keys [][]byte, startTs uint64) error {
+	for _, k := range keys {
+		if e := s.get(k); e != nil && (e.lock == nil || e.lock.StartTs != startTs) {
+			if r := e.recordOf(startTs); r != nil && r.Kind != WriteRollback {
+				return &TxnCommittedError{Key: e.key, StartTs: startTs, CommitTs: r.CommitTs}
+			}
+		}
+	}
+	for _, k := range keys {
+		s.rollbackKey(s.getOrCreate(k), startTs)
+	}
+	return nil
+}
+
+func (s *Store) rollbackKey(e *entry, startTs uint64) {
+	if e.lock != nil && e.lock.StartTs == startTs {
+		op := e.lock.Op
+		e.lock = nil
+		s.nlocks--
+		s.emit(Change{Kind: ChangeRollback, Op: op, Key: e.key, StartTs: startTs})
+	}
+	if e.recordOf(startTs) == nil {
+		e.addWrite(Write{Kind: WriteRollback, StartTs: startTs, CommitTs: startTs})
+	}
+}
+
+// LockOf returns a copy of the lock on key, if any.
+func (s *Store) LockOf(key []byte) (Lock, bool) {
+	if e := s.get(key); e != nil && e.lock != nil {
+		return *e.lock, true
+	}
+	return Lock{}, false
+}
+
+// NumLocks is the number of locks in the store.
+func (s *Store) NumLocks() int { return s.nlocks }
+
+// ScanLocks returns up to limit (<= 0: all) locks with start_ts <=
+// maxVersion in [start, end) (nil end = +inf), in key order.
+func (s *Store) ScanLocks(start, end []byte, maxVersion uint64, limit int) []Lock {
+	var out []Lock
+	if s.nlocks == 0 {
+		return nil
+	}
+	s.ascend(start, end, func(e *entry) bool {
+		if e.lock != nil && e.lock.StartTs <= maxVersion {
+			out = append(out, *e.lock)
+		}
+		return limit <= 0 || len(out) < limit
+	})
+	return out
+}
+
+// MinLockTs returns the smallest start_ts of data locks in [start, end)
+// and whether any exists. The resolved-ts computation uses it.
+func (s *Store) MinLockTs(start, end []byte) (uint64, bool) {
+	if s.nlocks == 0 {
+		return 0, false
+	}
+	min, found := uint64(0), false
+	s.ascend(start, end, func(e *entry) bool {
+		if e.lock != nil && e.lock.Op != OpLock && (!found || e.lock.StartTs < min) {
+			min, found = e.lock.StartTs, true
+		}
+		return true
+	})
+	return min, found
+}
+
+// Version is one committed data change for the CDC incremental scan.
+type Version struct {
+	Key      []byte
+	Op       Op
+	StartTs  uint64
+	CommitTs uint64
+	Value    []byte
+	OldValue []byte
+}
+
+// ScanVersions returns, in key order and per key in commit order, every
+// Put/Delete record in [start, end) with after < commit_ts <= upto, with
+// the value it replaced. This is TiKV's incremental scan of the write CF.
+func (s *Store) ScanVersions(start, end []byte, after, upto uint64) []Version {
+	var out []Version
+	s.ascend(start, end, func(e *entry) bool {
+		var prev []byte
+		for i := range e.writes {
+			w := &e.writes[i]
+			if !w.isData() {
+				continue
+			}
+			if w.CommitTs > after && w.CommitTs <= upto {
+				v := Version{Key: e.key, StartTs: w.StartTs, CommitTs: w.CommitTs, Value: w.Value, OldValue: prev}
+				v.Op = OpPut
+				if w.Kind == WriteDelete {
+					v.Op = OpDel
+				}
+				out = append(out, v)
+			}
+			prev = nil
+			if w.Kind == WritePut {
+				prev = w.Value
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// TxnStatus is the answer of CheckTxnStatus.
+type TxnStatus struct {
+	// Lock is set when the primary is still locked (not expired, or an
+	// async-commit lock whose fate its secondaries decide).
+	Lock *Lock
+	// CommitTs is set when the txn committed.
+	CommitTs uint64
+	// RolledBack is set when the txn is (now) rolled back.
+	RolledBack bool
+}
+
+// CheckTxnStatus decides the fate of txn lockTs from its primary key, as
+// TiKV does for a lock resolver: a live lock is reported; an expired
+// non-async lock (TTL measured between the physical parts of lockTs and
+// currentTs) is rolled back; a missing lock is looked up in the write
+// records, and when nothing is there a rollback record is written so the
+// txn can never commit.
+func (s *Store) CheckTxnStatus(primary []byte, lockTs, currentTs uint64) TxnStatus {
+	e := s.getOrCreate(primary)
+	if l := e.lock; l != nil && l.StartTs == lockTs {
+		expired := uint64(tso.Physical(currentTs)) >= uint64(tso.Physical(lockTs))+l.TTL
+		if !expired || l.UseAsyncCommit {
+			c := *l
+			return TxnStatus{Lock: &c}
+		}
+		s.rollbackKey(e, lockTs)
+		return TxnStatus{RolledBack: true}
+	}
+	if r := e.recordOf(lockTs); r != nil {
+		if r.Kind == WriteRollback {
+			return TxnStatus{RolledBack: true}
+		}
+		return TxnStatus{CommitTs: r.CommitTs}
+	}
+	s.rollbackKey(e, lockTs)
+	return TxnStatus{RolledBack: true}
+}
+
+// SecondaryStatus is the answer of CheckSecondaryLocks.
+type SecondaryStatus struct {
+	// Locks of the txn still present on the keys.
+	Locks []Lock
+	// CommitTs > 0: some key is already committed at this ts.
+	CommitTs uint64
+	// RolledBack: some key had neither lock nor commit; a rollback record
+	// was written there, so the whole txn must roll back.
+	RolledBack bool
+}
+
+// CheckSecondaryLocks inspects the keys of async-commit txn startTs. If
+// every key is locked the txn counts as committed at the max min_commit_ts.
+func (s *Store) CheckSecondaryLocks(keys [][]byte, startTs uint64) SecondaryStatus {
+	var st SecondaryStatus
+	for _, k := range keys {
+		e := s.getOrCreate(k)
+		if e.lock != nil && e.lock.StartTs == startTs {
+			st.Locks = append(st.Locks, *e.lock)
+			continue
+		}
+		if r := e.recordOf(startTs); r != nil {
+			if r.Kind == WriteRollback {
+				st.RolledBack = true
+			} else {
+				st.CommitTs = r.CommitTs
+			}
+			continue
+		}
+		s.rollbackKey(e, startTs)
+		st.RolledBack = true
+	}
+	return st
+}
+
+// ResolveLock finishes txn startTs on every key in [start, end) it still
+// locks: commit at commitTs when commitTs > 0, otherwise roll back. It
+// returns the number of locks resolved.
+func (s *Store) ResolveLock(start, end []byte, startTs, commitTs uint64) (int, error) {
+	var hits []*entry
+	s.ascend(start, end, func(e *entry) bool {
+		if e.lock != nil && e.lock.StartTs == startTs {
+			hits = append(hits, e)
+		}
+		return true
+	})
+	for _, e := range hits {
+		if commitTs > 0 && commitTs < e.lock.MinCommitTs {
+			return 0, &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: e.lock.MinCommitTs}
+		}
+		if commitTs > 0 && commitTs <= startTs {
+			return 0, &BadTimestampError{What: "resolve commit_ts must be greater than start_ts"}
+		}
+	}
+	for _, e := range hits {
+		if commitTs > 0 {
+			s.commitLock(e, commitTs)
+		} else {
+			s.rollbackKey(e, startTs)
+		}
+	}
+	return len(hits), nil
+}
+
+// GCSafePoint returns the current safe point.
+func (s *Store) GCSafePoint() uint64 { return s.safePoint }
+
+// GC raises the safe point to sp (never lowers it) and drops versions no
+// read at or above sp can see: for each key, everything older than the
+// newest data record with commit_ts <= sp, that record too if it is a
+// delete, and rollback/lock records below sp.
+func (s *Store) GC(sp uint64) {
+	if sp <= s.safePoint {
+		return
+	}
+	s.safePoint = sp
+	var empty []*entry
+	s.tree.Ascend(func(e *entry) bool {
+		keep := e.writes[:0]
+		cut := -1
+		for i := len(e.writes) - 1; i >= 0; i-- {
+			if w := &e.writes[i]; w.CommitTs <= sp && w.isData() {
+				cut = i
+				break
+			}
+		}
+		for i, w := range e.writes {
+			switch {
+			case i < cut:
+			case i == cut && w.Kind == WriteDelete:
+			case w.CommitTs <= sp && !w.isData():
+			default:
+				keep = append(keep, w)
+			}
+		}
+		for i := len(keep); i < len(e.writes); i++ {
+			e.writes[i] = Write{}
+		}
+		e.writes = keep
+		if len(e.writes) == 0 && e.lock == nil {
+			empty = append(empty, e)
+		}
+		return true
+	})
+	for _, e := range empty {
+		s.tree.Delete(e)
+	}
+}
