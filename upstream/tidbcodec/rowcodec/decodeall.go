@@ -1,0 +1,109 @@
+package rowcodec
+
+import "github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+
+// DecodeColumns decodes every column of cols into out[i] and records in
+// states[i] whether the row stores a value, a NULL, or nothing for it
+// (CellAbsent leaves out[i] NULL; the caller fills handle columns and
+// defaults). cols must be sorted by ID ascending without duplicates; out and
+// states must be at least len(cols) long. The walk checks that the row's
+// ids ascend and its offsets do not go backwards.
+func (v *RowView) DecodeColumns(cols []Column, out []value.Datum, states []CellState) error {
+	out = out[:len(cols)]
+	states = states[:len(cols)]
+	switch v.format {
+	case FormatV2:
+		return v.decodeColumnsV2(cols, out, states)
+	case FormatV1:
+		return v.decodeColumnsV1(cols, out, states)
+	}
+	return headerErr(FormatUnknown, 0, "no row: Reset was not called or failed")
+}
+
+func (v *RowView) decodeColumnsV2(cols []Column, out []value.Datum, states []CellState) error {
+	i, nn := 0, v.nNotNull
+	j, end := nn, nn+v.nNull
+	prevNN, prevNull := int64(-1), int64(-1)
+	for k := range cols {
+		c := &cols[k]
+		id := c.ID
+		for i < nn {
+			got := v.idAt(i)
+			if got <= prevNN {
+				return v.unsortedErr(i, got, prevNN)
+			}
+			if got >= id {
+				break
+			}
+			prevNN = got
+			i++
+		}
+		if i < nn && v.idAt(i) == id {
+			cell, off, err := v.cellV2(i, id)
+			if err != nil {
+				return err
+			}
+			d, err := decodeCellV2(cell, c, off)
+			if err != nil {
+				return err
+			}
+			out[k], states[k] = d, CellValue
+			prevNN = id
+			i++
+			continue
+		}
+		for j < end {
+			got := v.idAt(j)
+			if got <= prevNull {
+				return v.unsortedErr(j, got, prevNull)
+			}
+			if got >= id {
+				break
+			}
+			prevNull = got
+			j++
+		}
+		if j < end && v.idAt(j) == id {
+			out[k], states[k] = value.Datum{}, CellNull
+			prevNull = id
+			j++
+			continue
+		}
+		out[k], states[k] = value.Datum{}, CellAbsent
+	}
+	return nil
+}
+
+func (v *RowView) unsortedErr(i int, got, prev int64) error {
+	off := headerSize + i
+	if v.large {
+		off = headerSize + 4*i
+	}
+	return colErr(FormatV2, got, off, "column ids not strictly ascending: %d after %d", got, prev)
+}
+
+func (v *RowView) decodeColumnsV1(cols []Column, out []value.Datum, states []CellState) error {
+	i := 0
+	for k := range cols {
+		c := &cols[k]
+		for i < len(v.v1) && v.v1[i].id < c.ID {
+			i++
+		}
+		if i < len(v.v1) && v.v1[i].id == c.ID {
+			e := &v.v1[i]
+			if v.row[e.start] == flagNil {
+				out[k], states[k] = value.Datum{}, CellNull
+			} else {
+				d, err := decodeDatumV1(v.row[e.start:e.end], c, int(e.start))
+				if err != nil {
+					return err
+				}
+				out[k], states[k] = d, CellValue
+			}
+			i++
+			continue
+		}
+		out[k], states[k] = value.Datum{}, CellAbsent
+	}
+	return nil
+}
