@@ -1,0 +1,190 @@
+package logpuller
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+)
+
+// rangeEntry is one piece of the span: either held by a region subscription
+// (owner != 0) or unlocked (owner == 0: between a failure and the
+// re-subscription, or never subscribed yet). Its ts is the piece's resolved
+// ts; unlocked pieces keep the ts they had when they were released.
+type rangeEntry struct {
+	start, end []byte // comparable; end empty = +inf
+	ts         uint64
+	owner      uint64
+}
+
+// frontier is the span's resolved-ts frontier: a sorted, gap-free, non
+// overlapping cover of the span by range entries. The span ts is the min over
+// all entries, so an unlocked hole holds the span back exactly as a live
+// region does.
+type frontier struct {
+	span    kvevent.Span
+	ranges  []*rangeEntry // sorted by start, contiguous
+	byOwner map[uint64]*rangeEntry
+}
+
+func newFrontier(span kvevent.Span, ts uint64) *frontier {
+	s := cloneSpan(span)
+	return &frontier{
+		span:    s,
+		ranges:  []*rangeEntry{{start: s.StartKey, end: s.EndKey, ts: ts}},
+		byOwner: make(map[uint64]*rangeEntry),
+	}
+}
+
+// lock hands sub (which must lie inside the span and be entirely unlocked) to
+// region owner and returns the checkpoint to subscribe it from: the minimum
+// ts of the pieces it covers.
+func (f *frontier) lock(sub kvevent.Span, owner uint64) (uint64, error) {
+	if owner == 0 {
+		return 0, fmt.Errorf("logpuller: region id 0 is reserved")
+	}
+	if _, dup := f.byOwner[owner]; dup {
+		return 0, fmt.Errorf("logpuller: region %d already holds a range of this span", owner)
+	}
+	in, ok := Intersect(sub, f.span)
+	if !ok || !bytes.Equal(in.StartKey, sub.StartKey) || endCompare(in.EndKey, sub.EndKey) != 0 {
+		return 0, fmt.Errorf("logpuller: region %d range [%x, %x) is not inside span [%x, %x)",
+			owner, sub.StartKey, sub.EndKey, f.span.StartKey, f.span.EndKey)
+	}
+	// Locate the covered pieces [i, j).
+	i := 0
+	for i < len(f.ranges) && len(f.ranges[i].end) != 0 && bytes.Compare(f.ranges[i].end, sub.StartKey) <= 0 {
+		i++
+	}
+	j := i
+	minTs := uint64(math.MaxUint64)
+	for j < len(f.ranges) && startBeforeEnd(f.ranges[j].start, sub.EndKey) {
+		r := f.ranges[j]
+		if r.owner != 0 {
+			return 0, &RangeLockedError{Span: cloneSpan(sub), Holder: r.owner}
+		}
+		if r.ts < minTs {
+			minTs = r.ts
+		}
+		j++
+	}
+	if i == j {
+		return 0, fmt.Errorf("logpuller: region %d range [%x, %x) covers nothing", owner, sub.StartKey, sub.EndKey)
+	}
+	first, last := f.ranges[i], f.ranges[j-1]
+	repl := make([]*rangeEntry, 0, 3)
+	if bytes.Compare(first.start, sub.StartKey) < 0 {
+		repl = append(repl, &rangeEntry{start: first.start, end: cloneBytes(sub.StartKey), ts: first.ts})
+	}
+	held := &rangeEntry{start: cloneBytes(sub.StartKey), end: cloneBytes(sub.EndKey), ts: minTs, owner: owner}
+	repl = append(repl, held)
+	if endCompare(last.end, sub.EndKey) > 0 {
+		repl = append(repl, &rangeEntry{start: cloneBytes(sub.EndKey), end: last.end, ts: last.ts})
+	}
+	tail := append([]*rangeEntry(nil), f.ranges[j:]...)
+	f.ranges = append(append(f.ranges[:i], repl...), tail...)
+	f.byOwner[owner] = held
+	return minTs, nil
+}
+
+// unlock releases owner's range, keeping its ts, and returns it.
+func (f *frontier) unlock(owner uint64) (kvevent.Span, uint64, bool) {
+	r, ok := f.byOwner[owner]
+	if !ok {
+		return kvevent.Span{}, 0, false
+	}
+	delete(f.byOwner, owner)
+	r.owner = 0
+	return kvevent.Span{StartKey: r.start, EndKey: r.end}, r.ts, true
+}
+
+// forward raises owner's ts; lower values are ignored (a fallback is normal).
+func (f *frontier) forward(owner, ts uint64) bool {
+	r, ok := f.byOwner[owner]
+	if !ok || ts <= r.ts {
+		return false
+	}
+	r.ts = ts
+	return true
+}
+
+// min is the span's resolved ts.
+func (f *frontier) min() uint64 {
+	m := uint64(math.MaxUint64)
+	for _, r := range f.ranges {
+		if r.ts < m {
+			m = r.ts
+		}
+	}
+	return m
+}
+
+// Hole is an unlocked part of the span that must be (re-)subscribed from Ts.
+type Hole struct {
+	Span kvevent.Span
+	Ts   uint64
+}
+
+// holes lists the unlocked pieces, merging neighbours (their checkpoint is
+// the min of both).
+func (f *frontier) holes() []Hole {
+	var out []Hole
+	for _, r := range f.ranges {
+		if r.owner != 0 {
+			continue
+		}
+		if n := len(out); n > 0 && bytes.Equal(out[n-1].Span.EndKey, r.start) && len(out[n-1].Span.EndKey) != 0 {
+			out[n-1].Span.EndKey = cloneBytes(r.end)
+			if r.ts < out[n-1].Ts {
+				out[n-1].Ts = r.ts
+			}
+			continue
+		}
+		out = append(out, Hole{Span: kvevent.Span{StartKey: cloneBytes(r.start), EndKey: cloneBytes(r.end)}, Ts: r.ts})
+	}
+	return out
+}
+
+// check verifies the cover invariant (tests and debug builds).
+func (f *frontier) check() error {
+	if len(f.ranges) == 0 {
+		return fmt.Errorf("frontier: empty")
+	}
+	if !bytes.Equal(f.ranges[0].start, f.span.StartKey) {
+		return fmt.Errorf("frontier: first range starts at %x, span at %x", f.ranges[0].start, f.span.StartKey)
+	}
+	if endCompare(f.ranges[len(f.ranges)-1].end, f.span.EndKey) != 0 {
+		return fmt.Errorf("frontier: last range ends at %x, span at %x", f.ranges[len(f.ranges)-1].end, f.span.EndKey)
+	}
+	owners := 0
+	for i, r := range f.ranges {
+		if !startBeforeEnd(r.start, r.end) {
+			return fmt.Errorf("frontier: range %d [%x, %x) is empty", i, r.start, r.end)
+		}
+		if i > 0 && !bytes.Equal(f.ranges[i-1].end, r.start) {
+			return fmt.Errorf("frontier: gap or overlap between range %d end %x and range %d start %x", i-1, f.ranges[i-1].end, i, r.start)
+		}
+		if r.owner != 0 {
+			owners++
+			if f.byOwner[r.owner] != r {
+				return fmt.Errorf("frontier: range %d owner %d not indexed", i, r.owner)
+			}
+		}
+	}
+	if owners != len(f.byOwner) {
+		return fmt.Errorf("frontier: %d owned ranges but %d indexed owners", owners, len(f.byOwner))
+	}
+	return nil
+}
+
+// RangeLockedError says a sub-span overlaps a range another region holds:
+// the transport must retry only the uncovered holes (Holes()).
+type RangeLockedError struct {
+	Span   kvevent.Span
+	Holder uint64
+}
+
+func (e *RangeLockedError) Error() string {
+	return fmt.Sprintf("logpuller: range [%x, %x) overlaps a range held by region %d", e.Span.StartKey, e.Span.EndKey, e.Holder)
+}
