@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -116,7 +117,7 @@ func ownersOf(owner []uint64) []uint64 {
 }
 
 func slotOf(t *testing.T, comparable []byte) int {
-	raw, err := decodeComparable(comparable)
+	_, raw, err := codec.DecodeBytes(comparable, nil)
 	require.NoError(t, err)
 	k := raw[len(raw)-8:]
 	var v uint64

@@ -3,6 +3,8 @@ package logpuller
 import (
 	"bytes"
 
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
+
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
@@ -67,5 +69,6 @@ func rawBound(comparable []byte) ([]byte, error) {
 	if len(comparable) == 0 {
 		return nil, nil
 	}
-	return decodeComparable(comparable)
+	_, raw, err := codec.DecodeBytes(comparable, nil)
+	return raw, err
 }

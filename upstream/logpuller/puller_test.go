@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/errorpb"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,11 +48,11 @@ func rawKey(table, handle int64) []byte {
 func tableSpan(table int64) kvevent.Span {
 	s := []byte{'t'}
 	s = binary.BigEndian.AppendUint64(s, uint64(table)^(1<<63))
-	return kvevent.Span{StartKey: encodeComparable(append(append([]byte{}, s...), '_', 'r')), EndKey: encodeComparable(append(append([]byte{}, s...), '_', 's'))}
+	return kvevent.Span{StartKey: codec.EncodeBytes(nil, append(append([]byte{}, s...), '_', 'r')), EndKey: codec.EncodeBytes(nil, append(append([]byte{}, s...), '_', 's'))}
 }
 
 // splitAt returns the comparable key of row handle h of table 1.
-func splitAt(h int64) []byte { return encodeComparable(rawKey(1, h)) }
+func splitAt(h int64) []byte { return codec.EncodeBytes(nil, rawKey(1, h)) }
 
 func newTestPuller(t *testing.T, startTs uint64) (*SpanPuller, *recorder) {
 	t.Helper()
