@@ -51,15 +51,36 @@ func EncodeBytesDesc(b []byte, data []byte) []byte {
 // DecodeBytes decodes a memcomparable byte string from the front of b,
 // appending the raw bytes to buf[:0] (no allocation when buf has room).
 func DecodeBytes(b []byte, buf []byte) (rest []byte, data []byte, err error) {
-	return decodeBytes(b, buf, false)
+	data = buf[:0]
+	for off := 0; ; off += encGroupSize + 1 {
+		if len(b)-off < encGroupSize+1 {
+			return b, nil, errAt(off, "memcomparable bytes: group needs 9 bytes, have %d", len(b)-off)
+		}
+		g := b[off : off+encGroupSize+1 : off+encGroupSize+1]
+		marker := g[8]
+		if marker == encMarker {
+			data = append(data, g[:8]...)
+			continue
+		}
+		pad := int(encMarker - marker)
+		if pad > encGroupSize {
+			return b, nil, errAt(off+encGroupSize, "memcomparable bytes: marker 0x%02x means %d pad bytes, max 8", marker, pad)
+		}
+		// The pad bytes are the low-order bytes of the big-endian word.
+		if w := binary.BigEndian.Uint64(g); pad > 0 && w<<(64-8*uint(pad)) != 0 {
+			return b, nil, errAt(off+encGroupSize-pad, "memcomparable bytes: pad bytes %x are not all 0x00", g[encGroupSize-pad:encGroupSize])
+		}
+		return b[off+encGroupSize+1:], append(data, g[:encGroupSize-pad]...), nil
+	}
 }
 
 // DecodeBytesDesc decodes the descending form.
 func DecodeBytesDesc(b []byte, buf []byte) (rest []byte, data []byte, err error) {
-	return decodeBytes(b, buf, true)
+	return decodeBytesDesc(b, buf)
 }
 
-func decodeBytes(b []byte, buf []byte, desc bool) ([]byte, []byte, error) {
+func decodeBytesDesc(b []byte, buf []byte) ([]byte, []byte, error) {
+	const desc = true
 	data := buf[:0]
 	off := 0
 	for {
