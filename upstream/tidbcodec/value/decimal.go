@@ -280,7 +280,7 @@ func (d Decimal) Round(frac int) (Decimal, error) {
 // AppendBin appends the MyDecimal bin form at DECIMAL(prec, frac). A value
 // with more integer digits than prec-frac, or with non-zero fraction digits
 // beyond frac, is refused (spec rule V5): callers round first.
-func (d *Decimal) AppendBin(dst []byte, prec, frac int) ([]byte, error) {
+func (d Decimal) AppendBin(dst []byte, prec, frac int) ([]byte, error) {
 	size, err := DecimalBinSize(prec, frac)
 	if err != nil {
 		return dst, err
