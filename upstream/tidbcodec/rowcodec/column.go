@@ -172,3 +172,9 @@ func (c *Column) Unsigned() bool { return c.cls == clsUnsigned }
 // Supported reports whether values of this column can be decoded, and if
 // not, why.
 func (c *Column) Supported() (bool, string) { return c.cls != clsInvalid, c.invalid }
+
+// IsString reports whether the column holds text (non-binary charset).
+func (c *Column) IsString() bool { return c.cls == clsString }
+
+// IsBytes reports whether the column holds binary strings.
+func (c *Column) IsBytes() bool { return c.cls == clsBytes }

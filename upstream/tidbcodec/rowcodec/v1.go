@@ -3,6 +3,7 @@ package rowcodec
 import (
 	"encoding/binary"
 
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
@@ -77,57 +78,9 @@ func (v *RowView) resetV1() error {
 }
 
 // peekDatum returns the encoded length of the datum at the start of b, flag
-// included, as it appears in a row value.
+// included (the datum codec's peek rule).
 func peekDatum(b []byte) (int, error) {
-	switch b[0] {
-	case flagNil:
-		return 1, nil
-	case flagInt, flagUint, flagFloat, flagDuration:
-		if len(b) < 9 {
-			return 0, errf("truncated %s datum: need 9 bytes, have %d", flagName(b[0]), len(b))
-		}
-		return 9, nil
-	case flagVarint, flagUvarint:
-		for i := 1; i < len(b) && i <= binary.MaxVarintLen64; i++ {
-			if b[i] < 0x80 {
-				return i + 1, nil
-			}
-		}
-		return 0, errf("unterminated %s datum", flagName(b[0]))
-	case flagCompactBytes:
-		l, n := binary.Varint(b[1:])
-		if n <= 0 {
-			return 0, errf("bad compact-bytes length varint")
-		}
-		if l < 0 || l > int64(len(b)-1-n) {
-			return 0, errf("compact bytes of length %d exceed the %d bytes left", l, len(b)-1-n)
-		}
-		return 1 + n + int(l), nil
-	case flagDecimal:
-		if len(b) < 3 {
-			return 0, errf("truncated decimal datum header")
-		}
-		size, err := value.DecimalBinSize(int(b[1]), int(b[2]))
-		if err != nil {
-			return 0, errf("decimal datum: %v", err)
-		}
-		return 3 + size, nil
-	case flagJSON:
-		n, err := jsonSize(b[1:])
-		if err != nil {
-			return 0, err
-		}
-		return 1 + n, nil
-	case flagVectorF32:
-		if len(b) < 5 {
-			return 0, errf("truncated vector datum header")
-		}
-		cnt := uint64(binary.LittleEndian.Uint32(b[1:]))
-		return int(5 + 4*cnt), nil
-	case flagBytes:
-		return 0, errf("memcomparable bytes (flag 1) are a key form, not valid in a row value")
-	}
-	return 0, errf("unknown datum flag %d", b[0])
+	return codec.PeekLength(b)
 }
 
 // jsonSize returns the length of a typed binary JSON value (type code +
@@ -136,41 +89,11 @@ func jsonSize(b []byte) (int, error) {
 	if len(b) < 1 {
 		return 0, errf("truncated JSON: missing type code")
 	}
-	switch b[0] {
-	case 0x04: // literal
-		return 2, nil
-	case 0x09, 0x0a, 0x0b, 0x0e, 0x0f, 0x10: // int64, uint64, float64, date, datetime, timestamp
-		return 9, nil
-	case 0x11: // duration: ns + fsp
-		return 13, nil
-	case 0x0c: // string: uvarint length + bytes
-		l, n := binary.Uvarint(b[1:])
-		if n <= 0 {
-			return 0, errf("bad JSON string length")
-		}
-		if l > uint64(len(b)-1-n) {
-			return 0, errf("JSON string of %d bytes exceeds the %d bytes left", l, len(b)-1-n)
-		}
-		return 1 + n + int(l), nil
-	case 0x0d: // opaque: type byte + uvarint length + bytes
-		if len(b) < 2 {
-			return 0, errf("truncated JSON opaque")
-		}
-		l, n := binary.Uvarint(b[2:])
-		if n <= 0 {
-			return 0, errf("bad JSON opaque length")
-		}
-		if l > uint64(len(b)-2-n) {
-			return 0, errf("JSON opaque of %d bytes exceeds the %d bytes left", l, len(b)-2-n)
-		}
-		return 2 + n + int(l), nil
-	case 0x01, 0x03: // object, array: uint32 count, uint32 total size
-		if len(b) < 9 {
-			return 0, errf("truncated JSON container header")
-		}
-		return 1 + int(binary.LittleEndian.Uint32(b[5:])), nil
+	n, err := value.JSONValueLen(b[0], b[1:])
+	if err != nil {
+		return 0, err
 	}
-	return 0, errf("unknown JSON type code 0x%02x", b[0])
+	return 1 + n, nil
 }
 
 func flagName(f byte) string {
