@@ -588,3 +588,13 @@ func (s *Store) GC(sp uint64) {
 		s.tree.Delete(e)
 	}
 }
+
+// LatestValue returns the newest committed value of key, ignoring locks
+// (nil when absent or deleted). The CDC feed uses it as the old value of a
+// lock found by the incremental scan.
+func (s *Store) LatestValue(key []byte) []byte {
+	if e := s.get(key); e != nil {
+		return e.valueAt(^uint64(0))
+	}
+	return nil
+}

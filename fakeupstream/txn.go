@@ -1,0 +1,347 @@
+package fakeupstream
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
+)
+
+// ErrCommitBelowResolved: a hand-picked commit ts is at or below a resolved
+// ts the feed already promised, which would make CDC clients lose the
+// change. Real TiKV prevents this through TSO order and max_ts.
+var ErrCommitBelowResolved = errors.New("commit ts is not above the feed's issued resolved ts")
+
+// Txn is a transaction driven step by step by a test (or the SQL layer):
+// buffer mutations, then prewrite them in a chosen order, commit with a
+// TSO or hand-picked commit ts, commit only some keys, leave locks behind,
+// roll back, or commit in one phase.
+//
+// A Txn is not safe for concurrent use; the cluster it writes to is.
+type Txn struct {
+	c          *Cluster
+	startTs    uint64
+	muts       []mvcc.Mutation
+	index      map[string]int
+	primary    []byte
+	prewritten map[string]bool
+	committed  bool
+	ttl        uint64
+	async      bool
+	minCommit  uint64
+}
+
+// Begin starts a transaction with a fresh TSO start ts.
+func (c *Cluster) Begin() *Txn { return c.BeginAt(c.oracle.Next()) }
+
+// BeginAt starts a transaction with a chosen start ts (the oracle is told,
+// so it never hands out that ts).
+func (c *Cluster) BeginAt(startTs uint64) *Txn {
+	c.oracle.Observe(startTs)
+	return &Txn{c: c, startTs: startTs, index: map[string]int{}, prewritten: map[string]bool{}, ttl: c.cfg.LockTTLMs}
+}
+
+// StartTs is the transaction's start ts.
+func (t *Txn) StartTs() uint64 { return t.startTs }
+
+// SetTTL sets the lock TTL in milliseconds for later prewrites.
+func (t *Txn) SetTTL(ms uint64) { t.ttl = ms }
+
+// SetPrimary chooses the primary key (default: the first key written).
+func (t *Txn) SetPrimary(key []byte) { t.primary = cloneBytes(key) }
+
+// Primary is the primary key.
+func (t *Txn) Primary() []byte { return t.primary }
+
+func (t *Txn) add(m mvcc.Mutation) {
+	if t.primary == nil {
+		t.primary = cloneBytes(m.Key)
+	}
+	if i, ok := t.index[string(m.Key)]; ok {
+		t.muts[i] = m
+		return
+	}
+	t.index[string(m.Key)] = len(t.muts)
+	t.muts = append(t.muts, m)
+}
+
+// Set buffers a put of key (the last write of a key wins, as in TiDB's
+// membuffer).
+func (t *Txn) Set(key, value []byte) {
+	t.add(mvcc.Mutation{Op: mvcc.OpPut, Key: cloneBytes(key), Value: cloneBytes(value)})
+}
+
+// Delete buffers a delete of key.
+func (t *Txn) Delete(key []byte) { t.add(mvcc.Mutation{Op: mvcc.OpDel, Key: cloneBytes(key)}) }
+
+// LockKey buffers a lock-only mutation (SELECT FOR UPDATE).
+func (t *Txn) LockKey(key []byte) { t.add(mvcc.Mutation{Op: mvcc.OpLock, Key: cloneBytes(key)}) }
+
+// Keys lists the buffered keys in write order.
+func (t *Txn) Keys() [][]byte {
+	out := make([][]byte, len(t.muts))
+	for i, m := range t.muts {
+		out[i] = m.Key
+	}
+	return out
+}
+
+// Get reads key at the start ts, seeing the txn's own buffered writes.
+func (t *Txn) Get(key []byte) ([]byte, error) {
+	if i, ok := t.index[string(key)]; ok {
+		switch m := t.muts[i]; m.Op {
+		case mvcc.OpPut:
+			return cloneBytes(m.Value), nil
+		case mvcc.OpDel:
+			return nil, nil
+		}
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	v, err := t.c.store.Get(key, t.startTs)
+	return cloneBytes(v), err
+}
+
+// Scan reads raw [start, end) (nil end = +inf) at the start ts merged with
+// the txn's own buffered writes, in key order, up to limit (<= 0: all).
+func (t *Txn) Scan(start, end []byte, limit int) ([]kvevent.KV, error) {
+	t.c.mu.Lock()
+	kvs, err := t.c.store.Scan(start, end, t.startTs, 0)
+	t.c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string][]byte{}
+	for _, kv := range kvs {
+		merged[string(kv.Key)] = kv.Value
+	}
+	for _, m := range t.muts {
+		if bytes.Compare(m.Key, start) < 0 || (end != nil && bytes.Compare(m.Key, end) >= 0) {
+			continue
+		}
+		switch m.Op {
+		case mvcc.OpPut:
+			merged[string(m.Key)] = m.Value
+		case mvcc.OpDel:
+			delete(merged, string(m.Key))
+		}
+	}
+	keys := make([]string, 0, len(merged))
+	for k := range merged {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]kvevent.KV, len(keys))
+	for i, k := range keys {
+		out[i] = kvevent.KV{Key: []byte(k), Value: cloneBytes(merged[k])}
+	}
+	return out, nil
+}
+
+// UseAsyncCommit makes later prewrites async-commit locks: each carries
+// min_commit_ts (a fresh TSO at the first prewrite) and the primary lists
+// every other key, so a resolver can commit the txn from its locks alone.
+// Call it before the first Prewrite.
+func (t *Txn) UseAsyncCommit() { t.async = true }
+
+func (t *Txn) mutation(key []byte) (mvcc.Mutation, error) {
+	i, ok := t.index[string(key)]
+	if !ok {
+		return mvcc.Mutation{}, fmt.Errorf("fakeupstream: txn %d has no buffered write of key %x", t.startTs, key)
+	}
+	return t.muts[i], nil
+}
+
+// Prewrite writes locks for the given buffered keys, in that order (all
+// not yet prewritten keys, in write order, when none are given). Each call
+// is one prewrite request: the feed sees its PREWRITE rows in key order
+// of the call.
+func (t *Txn) Prewrite(keys ...[]byte) error {
+	if t.committed {
+		return fmt.Errorf("fakeupstream: txn %d already finished", t.startTs)
+	}
+	if len(keys) == 0 {
+		for _, m := range t.muts {
+			if !t.prewritten[string(m.Key)] {
+				keys = append(keys, m.Key)
+			}
+		}
+	}
+	muts := make([]mvcc.Mutation, 0, len(keys))
+	for _, k := range keys {
+		m, err := t.mutation(k)
+		if err != nil {
+			return err
+		}
+		muts = append(muts, m)
+	}
+	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl}
+	if t.async {
+		if t.minCommit == 0 {
+			t.minCommit = t.c.oracle.Next()
+		}
+		opts.AsyncCommit, opts.MinCommitTs = true, t.minCommit
+		for _, m := range t.muts {
+			if !bytes.Equal(m.Key, t.primary) {
+				opts.Secondaries = append(opts.Secondaries, m.Key)
+			}
+		}
+	}
+	t.c.mu.Lock()
+	err := t.c.store.Prewrite(muts, opts)
+	t.c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		t.prewritten[string(k)] = true
+	}
+	return nil
+}
+
+// Commit prewrites whatever is left, takes a commit ts from TSO (for async
+// commit: the min_commit_ts) and commits the primary, then the secondaries.
+func (t *Txn) Commit() (uint64, error) {
+	if err := t.Prewrite(); err != nil {
+		return 0, err
+	}
+	ts := t.minCommit
+	if !t.async {
+		ts = t.c.oracle.Next()
+	}
+	return ts, t.CommitAt(ts)
+}
+
+func (t *Txn) unprewritten() [][]byte {
+	var out [][]byte
+	for _, m := range t.muts {
+		if !t.prewritten[string(m.Key)] {
+			out = append(out, m.Key)
+		}
+	}
+	return out
+}
+
+// CommitAt prewrites whatever is left and commits every key at the chosen
+// commitTs, primary first.
+func (t *Txn) CommitAt(commitTs uint64) error {
+	if left := t.unprewritten(); len(left) > 0 {
+		if err := t.Prewrite(left...); err != nil {
+			return err
+		}
+	}
+	keys := [][]byte{t.primary}
+	for _, m := range t.muts {
+		if !bytes.Equal(m.Key, t.primary) {
+			keys = append(keys, m.Key)
+		}
+	}
+	if err := t.CommitKeys(commitTs, keys...); err != nil {
+		return err
+	}
+	t.committed = true
+	return nil
+}
+
+// CommitKeys commits just the given prewritten keys at commitTs, in that
+// order, one request each; keys left out stay locked (a crashed client
+// that committed only its primary, for the resolver to finish).
+func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
+	if err := t.c.checkCommitTs(t.startTs, commitTs); err != nil {
+		return err
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if err := t.c.checkIssuedLocked(commitTs, keys); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.c.store.Commit([][]byte{k}, t.startTs, commitTs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commit1PC commits every buffered write in one phase at a fresh TSO
+// commit ts (the feed sees COMMITTED rows). Nothing may be prewritten yet.
+func (t *Txn) Commit1PC() (uint64, error) {
+	ts := t.c.oracle.Next()
+	return ts, t.Commit1PCAt(ts)
+}
+
+// Commit1PCAt is Commit1PC with a chosen commit ts.
+func (t *Txn) Commit1PCAt(commitTs uint64) error {
+	if len(t.prewritten) > 0 || t.committed {
+		return fmt.Errorf("fakeupstream: txn %d: 1PC after prewrite or commit", t.startTs)
+	}
+	if err := t.c.checkCommitTs(t.startTs, commitTs); err != nil {
+		return err
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if err := t.c.checkIssuedLocked(commitTs, t.Keys()); err != nil {
+		return err
+	}
+	if err := t.c.store.OnePC(t.muts, t.startTs, commitTs); err != nil {
+		return err
+	}
+	t.committed = true
+	return nil
+}
+
+// Rollback rolls back every buffered key (locks removed, rollback records
+// written).
+func (t *Txn) Rollback() error {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.committed = true
+	return t.c.store.Rollback(t.Keys(), t.startTs)
+}
+
+func (c *Cluster) checkCommitTs(startTs, commitTs uint64) error {
+	if commitTs <= startTs {
+		return fmt.Errorf("fakeupstream: commit ts %d must be greater than start ts %d", commitTs, startTs)
+	}
+	c.oracle.Observe(commitTs)
+	return nil
+}
+
+// checkIssuedLocked refuses a commit ts at or below the resolved ts the
+// feed already issued for the region of any of keys.
+func (c *Cluster) checkIssuedLocked(commitTs uint64, keys [][]byte) error {
+	if commitTs > c.feed.MaxIssuedResolvedTs() {
+		return nil
+	}
+	for _, k := range keys {
+		c.scratch = codec.EncodeBytes(c.scratch[:0], k)
+		id := c.topo.LocateID(c.scratch)
+		if m := c.feed.IssuedResolvedTs(id); commitTs <= m {
+			return fmt.Errorf("fakeupstream: commit ts %d of key %x, region %d issued resolved ts %d: %w",
+				commitTs, k, id, m, ErrCommitBelowResolved)
+		}
+	}
+	return nil
+}
+
+// Put commits key=value in one 1PC transaction and returns its commit ts
+// (a convenience for tests and the demo workload).
+func (c *Cluster) Put(key, value []byte) (uint64, error) {
+	t := c.Begin()
+	t.Set(key, value)
+	return t.Commit1PC()
+}
+
+// Delete commits a delete of key in one 1PC transaction.
+func (c *Cluster) Delete(key []byte) (uint64, error) {
+	t := c.Begin()
+	t.Delete(key)
+	return t.Commit1PC()
+}
