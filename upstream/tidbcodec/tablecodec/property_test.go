@@ -1,0 +1,176 @@
+package tablecodec
+
+import (
+	"bytes"
+	"cmp"
+	"flag"
+	"math/rand"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+)
+
+var seedFlag = flag.Int64("seed", 0, "seed for property tests (0: $TIDBCODEC_SEED or time-based)")
+
+func newRand(t *testing.T) *rand.Rand {
+	seed := *seedFlag
+	if seed == 0 {
+		if s, err := strconv.ParseInt(os.Getenv("TIDBCODEC_SEED"), 10, 64); err == nil {
+			seed = s
+		}
+	}
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay with -seed=%d", seed)
+		}
+	})
+	return rand.New(rand.NewSource(seed))
+}
+
+// Record keys round-trip for int and common handles; raw and comparable
+// keys order by (table id, handle); every key lies in its table's span
+// (rules K13, K14, K17, K18).
+func TestPropertyRecordKeys(t *testing.T) {
+	r := newRand(t)
+	for i := 0; i < 10000; i++ {
+		tid := r.Int63n(1 << 48)
+		var h Handle
+		if r.Intn(2) == 0 {
+			h = NewIntHandle(int64(r.Uint64()))
+		} else {
+			s := make([]byte, r.Intn(20))
+			r.Read(s)
+			var err error
+			h, err = CommonHandleFromDatums(value.NewBytesDatum(s), value.NewIntDatum(int64(r.Uint64())))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := EncodeRecordKey(nil, tid, h)
+		gt, gh, err := DecodeRecordKey(key)
+		if err != nil || gt != tid || !gh.Equal(h) {
+			t.Fatalf("%x: %d %v %v", key, gt, gh, err)
+		}
+		nextGen := r.Intn(2) == 0
+		ks := uint32(r.Intn(MaxKeyspaceID + 1))
+		span := TableRecordSpan(ks, nextGen, tid)
+		full := key
+		if nextGen {
+			full = append(AppendKeyspacePrefix(nil, ks), key...)
+		}
+		ck := ComparableKey(full)
+		if bytes.Compare(ck, span.StartKey) < 0 || bytes.Compare(ck, span.EndKey) >= 0 {
+			t.Fatalf("key %x outside span %x..%x", ck, span.StartKey, span.EndKey)
+		}
+		raw, err := DecodeComparableKey(ck, make([]byte, 0, 64))
+		if err != nil || !bytes.Equal(raw, full) {
+			t.Fatalf("comparable round trip %x %v", raw, err)
+		}
+		// Neighbour tables' keys fall outside the span.
+		other := EncodeIntRecordKey(nil, tid+1, int64(r.Uint64()))
+		if nextGen {
+			other = append(AppendKeyspacePrefix(nil, ks), other...)
+		}
+		if bytes.Compare(ComparableKey(other), span.EndKey) < 0 {
+			t.Fatalf("next table's key inside span")
+		}
+		a, b := int64(r.Uint64()), int64(r.Uint64())
+		ka, kb := EncodeIntRecordKey(nil, tid, a), EncodeIntRecordKey(nil, tid, b)
+		if bytes.Compare(ka, kb) != cmp.Compare(a, b) || bytes.Compare(ComparableKey(ka), ComparableKey(kb)) != cmp.Compare(a, b) {
+			t.Fatalf("order of handles %d %d", a, b)
+		}
+	}
+}
+
+// Meta keys decode back to their parts (rules K19-K22).
+func TestPropertyMetaKeys(t *testing.T) {
+	r := newRand(t)
+	for i := 0; i < 5000; i++ {
+		name := make([]byte, r.Intn(20))
+		r.Read(name)
+		field := make([]byte, r.Intn(20))
+		r.Read(field)
+		mk, err := DecodeMetaKey(EncodeHashDataKey(nil, string(name), field))
+		if err != nil || !bytes.Equal(mk.Name, name) || !bytes.Equal(mk.Field, field) || mk.Type != HashData {
+			t.Fatalf("hash %x/%x: %+v %v", name, field, mk, err)
+		}
+		mk, err = DecodeMetaKey(EncodeStringDataKey(nil, string(name)))
+		if err != nil || !bytes.Equal(mk.Name, name) || mk.Type != StringData {
+			t.Fatalf("string %x: %+v %v", name, mk, err)
+		}
+		idx := int64(r.Uint64())
+		mk, err = DecodeMetaKey(EncodeListDataKey(nil, string(name), idx))
+		if err != nil || mk.Index != idx || mk.Type != ListData {
+			t.Fatalf("list %x: %+v %v", name, mk, err)
+		}
+		db, tb := r.Int63(), r.Int63()
+		mk, _ = DecodeMetaKey(EncodeTableKey(nil, db, tb))
+		gdb, err1 := ParseDBName(mk.Name)
+		gtb, err2 := ParseTableField(mk.Field)
+		if err1 != nil || err2 != nil || gdb != db || gtb != tb {
+			t.Fatalf("table key %d/%d → %d/%d", db, tb, gdb, gtb)
+		}
+		if !bytes.HasPrefix(EncodeTableKey(nil, db, tb), EncodeDBTablesPrefix(nil, db)) ||
+			!bytes.HasPrefix(EncodeDBKey(nil, db), EncodeDBsPrefix(nil)) {
+			t.Fatal("scan prefixes")
+		}
+	}
+}
+
+// Index keys: unique without NULL carry no handle; otherwise the handle
+// follows the values (rule K15).
+func TestIndexKeys(t *testing.T) {
+	vals := []value.Datum{value.NewIntDatum(7)}
+	u, _ := EncodeIndexKey(nil, 1, 2, true, vals, NewIntHandle(9))
+	nu, _ := EncodeIndexKey(nil, 1, 2, false, vals, NewIntHandle(9))
+	un, _ := EncodeIndexKey(nil, 1, 2, true, []value.Datum{value.NewNullDatum()}, NewIntHandle(9))
+	if len(u) != 19+9 || len(nu) != 19+18 || len(un) != 19+1+9 {
+		t.Fatalf("lengths %d %d %d", len(u), len(nu), len(un))
+	}
+	ch, _ := CommonHandleFromDatums(value.NewBytesDatum([]byte("k")))
+	ck, _ := EncodeIndexKey(nil, 1, 2, false, vals, ch)
+	if !bytes.HasSuffix(ck, ch.Encoded()) {
+		t.Fatal("common handle suffix")
+	}
+	tid, iid, rest, err := DecodeIndexKey(nu)
+	if err != nil || tid != 1 || iid != 2 || len(rest) != 18 {
+		t.Fatalf("%d %d %x %v", tid, iid, rest, err)
+	}
+	if _, _, _, err := DecodeIndexKey(nu[:15]); err == nil {
+		t.Fatal("truncated index key accepted")
+	}
+}
+
+// A common handle shorter than 9 bytes is zero-padded and still decodes
+// as a common handle with one column (rule K14).
+func TestPaddedCommonHandle(t *testing.T) {
+	d, err := value.NewDecimalDatum(value.MustParseDecimal("0"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := CommonHandleFromDatums(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Encoded(); len(got) != 9 || !bytes.Equal(got, []byte{6, 1, 0, 0x80, 0, 0, 0, 0, 0}) {
+		t.Fatalf("padded handle %x", got)
+	}
+	key := EncodeRecordKey(nil, 3, h)
+	_, dh, err := DecodeRecordKey(key)
+	if err != nil || dh.IsInt() {
+		t.Fatalf("%v %v", dh, err)
+	}
+	ds, err := dh.Datums()
+	if err != nil || len(ds) != 1 || ds[0].String() != "0" {
+		t.Fatalf("datums %v %v", ds, err)
+	}
+	if dh.String() != "{0}" {
+		t.Fatalf("String %q", dh.String())
+	}
+}
