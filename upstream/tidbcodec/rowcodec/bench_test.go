@@ -1,0 +1,124 @@
+package rowcodec
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value/golden"
+)
+
+type benchRow struct {
+	Name         string `json:"name"`
+	SingleColumn string `json:"single_column_id"`
+	ValueHex     string `json:"value_v2_hex"`
+	KeyHex       string `json:"key_hex"`
+	Columns      []struct {
+		ColID     int64           `json:"col_id"`
+		FieldType types.FieldType `json:"field_type_json"`
+		ValueText *string         `json:"value_text"`
+		IsHandle  bool            `json:"is_int_handle"`
+	} `json:"columns"`
+}
+
+func loadBenchRow(tb testing.TB, name string) (row []byte, stored []Column, single Column) {
+	for _, r := range golden.OfKind(tb, "reference/bench-rows.jsonl", "bench_row") {
+		var br benchRow
+		r.Decode(tb, &br)
+		if br.Name != name {
+			continue
+		}
+		row = unhex(tb, br.ValueHex)
+		sid, err := strconv.ParseInt(br.SingleColumn, 10, 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, c := range br.Columns {
+			col := NewColumn(c.ColID, &c.FieldType)
+			if c.ColID == sid {
+				single = col
+			}
+			if !c.IsHandle {
+				stored = append(stored, col)
+			}
+		}
+		stored, _ = sortedColumns(stored)
+		return row, stored, single
+	}
+	tb.Fatalf("bench row %q not found", name)
+	return nil, nil, Column{}
+}
+
+// TestBenchRowsDecode pins that the benchmark rows decode to the values
+// TiDB encoded (so the benchmarks measure correct work).
+func TestBenchRowsDecode(t *testing.T) {
+	for _, r := range golden.OfKind(t, "reference/bench-rows.jsonl", "bench_row") {
+		var br benchRow
+		r.Decode(t, &br)
+		var v RowView
+		if err := v.Reset(unhex(t, br.ValueHex)); err != nil {
+			t.Fatalf("%s: %v", br.Name, err)
+		}
+		for _, c := range br.Columns {
+			col := NewColumn(c.ColID, &c.FieldType)
+			d, found, err := v.Column(&col)
+			if err != nil {
+				t.Fatalf("%s column %d: %v", br.Name, c.ColID, err)
+			}
+			if c.IsHandle {
+				if found {
+					t.Fatalf("%s: int handle column %d stored in the row", br.Name, c.ColID)
+				}
+				continue
+			}
+			want := "NULL"
+			if c.ValueText != nil {
+				want = *c.ValueText
+			}
+			if !found || d.String() != want {
+				t.Errorf("%s column %d: found=%v got %q want %q", br.Name, c.ColID, found, d.String(), want)
+			}
+		}
+	}
+}
+
+func benchFull(b *testing.B, name string) {
+	row, cols, _ := loadBenchRow(b, name)
+	out := make([]value.Datum, len(cols))
+	states := make([]CellState, len(cols))
+	var v RowView
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := v.Reset(row); err != nil {
+			b.Fatal(err)
+		}
+		if err := v.DecodeColumns(cols, out, states); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func benchSingle(b *testing.B, name string) {
+	row, _, single := loadBenchRow(b, name)
+	var v RowView
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := v.Reset(row); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := v.Column(&single); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkRow10FullDecode(b *testing.B)   { benchFull(b, "row10") }
+func BenchmarkRow44FullDecode(b *testing.B)   { benchFull(b, "row44") }
+func BenchmarkRow10SingleColumn(b *testing.B) { benchSingle(b, "row10") }
+func BenchmarkRow44SingleColumn(b *testing.B) { benchSingle(b, "row44") }
