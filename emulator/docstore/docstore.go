@@ -1,0 +1,211 @@
+// Package docstore is the document modality's in-memory state: one entry per
+// primary key holding either the live document or its tombstone, each with
+// the commit_ts version that guards it (specs/emulator-contract.md E38..E40).
+//
+// Changes are planned in a Batch (an overlay that sees its own earlier
+// writes) and become visible only by Commit, so the emulator can persist a
+// batch first and apply it to memory only when the disk write succeeded.
+// A Store is not safe for concurrent use; the emulator serialises access.
+package docstore
+
+import (
+	"container/heap"
+	"sort"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+)
+
+// Entry is the stored state of one primary key. Entries are immutable once
+// committed: a change replaces the pointer.
+type Entry struct {
+	// Version is the commit_ts of the mutation that produced this state.
+	Version uint64
+	// Deleted marks a tombstone.
+	Deleted bool
+	// Fields is the row image (nil for tombstones). Shared, read-only.
+	Fields map[string]*apiv1.Value
+	// Partition is the source partition of the last upsert (E40).
+	Partition string
+}
+
+// Store holds every entry of one collection.
+type Store struct {
+	m     map[string]*Entry
+	live  int
+	tombs tombHeap
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{m: make(map[string]*Entry)} }
+
+// Get returns the entry for pk (live or tombstone).
+func (s *Store) Get(pk string) (*Entry, bool) {
+	e, ok := s.m[pk]
+	return e, ok
+}
+
+// Live returns the number of live documents.
+func (s *Store) Live() int { return s.live }
+
+// Tombstones returns the number of tombstones.
+func (s *Store) Tombstones() int { return len(s.m) - s.live }
+
+// Put stores e for pk directly (used when loading from disk and by
+// rebuilds); it bypasses the version guard.
+func (s *Store) Put(pk string, e *Entry) {
+	old, had := s.m[pk]
+	if had && !old.Deleted {
+		s.live--
+	}
+	s.m[pk] = e
+	if e.Deleted {
+		heap.Push(&s.tombs, tomb{version: e.Version, pk: pk})
+	} else {
+		s.live++
+	}
+}
+
+// Remove forgets pk entirely.
+func (s *Store) Remove(pk string) {
+	if old, had := s.m[pk]; had {
+		if !old.Deleted {
+			s.live--
+		}
+		delete(s.m, pk)
+	}
+}
+
+// Keys returns every primary key with a live document, sorted.
+func (s *Store) Keys() []string {
+	out := make([]string, 0, s.live)
+	for k, e := range s.m {
+		if !e.Deleted {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Each calls fn for every entry (live and tombstones) in no particular order.
+func (s *Store) Each(fn func(pk string, e *Entry)) {
+	for k, e := range s.m {
+		fn(k, e)
+	}
+}
+
+// Change is the net effect of a batch on one key.
+type Change struct {
+	PK  string
+	Old *Entry // nil when the key had no entry
+	New *Entry
+}
+
+// Batch plans a sequence of mutations against a store.
+type Batch struct {
+	s       *Store
+	overlay map[string]*Entry
+	old     map[string]*Entry
+	order   []string
+	// Applied counts mutations that changed state; Stale those skipped by
+	// the version guard.
+	Applied, Stale int
+}
+
+// NewBatch starts planning against s.
+func (s *Store) NewBatch(sizeHint int) *Batch {
+	return &Batch{s: s, overlay: make(map[string]*Entry, sizeHint), old: make(map[string]*Entry, sizeHint)}
+}
+
+func (b *Batch) current(pk string) *Entry {
+	if e, ok := b.overlay[pk]; ok {
+		return e
+	}
+	return b.s.m[pk]
+}
+
+func (b *Batch) set(pk string, e *Entry) {
+	if _, seen := b.overlay[pk]; !seen {
+		b.old[pk] = b.s.m[pk]
+		b.order = append(b.order, pk)
+	}
+	b.overlay[pk] = e
+}
+
+// Upsert applies the version guard (E38) to an upsert. It reports whether
+// state changed.
+func (b *Batch) Upsert(pk string, commitTs uint64, fields map[string]*apiv1.Value, partition string) bool {
+	if cur := b.current(pk); cur != nil && commitTs < cur.Version {
+		b.Stale++
+		return false
+	}
+	b.set(pk, &Entry{Version: commitTs, Fields: fields, Partition: partition})
+	b.Applied++
+	return true
+}
+
+// Delete applies the version guard (E38) to a delete, leaving a tombstone.
+func (b *Batch) Delete(pk string, commitTs uint64) bool {
+	cur := b.current(pk)
+	if cur != nil && (commitTs < cur.Version || (commitTs == cur.Version && cur.Deleted)) {
+		b.Stale++
+		return false
+	}
+	b.set(pk, &Entry{Version: commitTs, Deleted: true})
+	b.Applied++
+	return true
+}
+
+// Changes returns the net change per key in first-touch order.
+func (b *Batch) Changes() []Change {
+	out := make([]Change, len(b.order))
+	for i, pk := range b.order {
+		out[i] = Change{PK: pk, Old: b.old[pk], New: b.overlay[pk]}
+	}
+	return out
+}
+
+// Commit makes the batch's changes visible.
+func (s *Store) Commit(b *Batch) {
+	for _, pk := range b.order {
+		s.Put(pk, b.overlay[pk])
+	}
+}
+
+// CollectTombstones returns the keys whose tombstone version is <= horizon
+// (E39) and forgets them. Stale heap records (the key was rewritten since)
+// are discarded on the way.
+func (s *Store) CollectTombstones(horizon uint64) []string {
+	var out []string
+	for s.tombs.Len() > 0 && s.tombs[0].version <= horizon {
+		t := heap.Pop(&s.tombs).(tomb)
+		if e, ok := s.m[t.pk]; ok && e.Deleted && e.Version == t.version {
+			delete(s.m, t.pk)
+			out = append(out, t.pk)
+		}
+	}
+	return out
+}
+
+type tomb struct {
+	version uint64
+	pk      string
+}
+
+type tombHeap []tomb
+
+func (h tombHeap) Len() int { return len(h) }
+func (h tombHeap) Less(i, j int) bool {
+	if h[i].version != h[j].version {
+		return h[i].version < h[j].version
+	}
+	return h[i].pk < h[j].pk
+}
+func (h tombHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *tombHeap) Push(x any)   { *h = append(*h, x.(tomb)) }
+func (h *tombHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
+}

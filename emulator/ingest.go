@@ -1,0 +1,225 @@
+package emulator
+
+import (
+	"context"
+	"fmt"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/storage"
+)
+
+// Ingest admits and applies one mutation batch (E32..E42). An admitted
+// batch is applied atomically and is durable when Ingest returns.
+//
+// The emulator keeps references to the batch's Value messages: do not
+// modify a batch after passing it.
+func (e *Emulator) Ingest(ctx context.Context, b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
+	start := e.opts.Clock.Now()
+	resp, err := e.ingest(b)
+	if err != nil {
+		return nil, e.reject("ingest", err)
+	}
+	outcome := "applied"
+	if resp.GetOutcome() == apiv1.IngestOutcome_INGEST_OUTCOME_REPLAY_NOOP {
+		outcome = "replay_noop"
+	} else {
+		e.metrics.mutations.WithLabelValues(resp.GetCollection(), "applied").Add(float64(resp.GetAppliedMutations()))
+		e.metrics.mutations.WithLabelValues(resp.GetCollection(), "stale").Add(float64(resp.GetStaleMutations()))
+		e.metrics.batchSecs.Observe(e.opts.Clock.Now().Sub(start).Seconds())
+	}
+	e.metrics.batches.WithLabelValues(resp.GetCollection(), outcome).Inc()
+	return resp, nil
+}
+
+// mappedLocked resolves a partition to its active collection (E32).
+func (e *Emulator) mappedLocked(partition, wantCollection string) (*apiv1.PartitionState, *collection, error) {
+	ps := e.parts[partition]
+	if ps == nil {
+		return nil, nil, contract.Errf(contract.ReasonPartitionNotMapped, "source_partition", "a partition mapped to an active collection", partition, "no collection is fed by this partition")
+	}
+	c := e.colls[ps.GetCollection()]
+	if wantCollection != "" && wantCollection != ps.GetCollection() {
+		return nil, nil, contract.Errf(contract.ReasonPartitionNotMapped, "collection", ps.GetCollection(), wantCollection, "partition %s feeds another collection", partition)
+	}
+	return ps, c, nil
+}
+
+func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.writableLocked(); err != nil {
+		return nil, err
+	}
+	ps, c, err := e.mappedLocked(b.GetSourcePartition(), b.GetCollection())
+	if err != nil {
+		return nil, err
+	}
+	adm, err := contract.AdmitBatch(contract.Cursor{Epoch: ps.GetSourceEpoch(), LastSeq: ps.GetLastSeq()}, b)
+	if err != nil {
+		return nil, err
+	}
+	if adm == contract.Replay {
+		return &apiv1.IngestResponse{Collection: c.name(), Outcome: apiv1.IngestOutcome_INGEST_OUTCOME_REPLAY_NOOP, SourceEpoch: ps.GetSourceEpoch(), LastSeq: ps.GetLastSeq()}, nil
+	}
+	if tok := c.rec.GetLineage().GetSchemaGenerationToken(); b.GetSchemaGenerationToken() != tok {
+		return nil, contract.Errf(contract.ReasonStaleGeneration, "schema_generation_token", tok, b.GetSchemaGenerationToken(), "batch was built for another schema generation of %s", c.name())
+	}
+	muts := b.GetMutations()
+	for i, m := range muts {
+		if err := c.schema.CheckMutation(m, fmt.Sprintf("mutations[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	// Plan (E38, E40).
+	plan := c.docs.NewBatch(len(muts))
+	for _, m := range muts {
+		if m.GetKind() == apiv1.MutationKind_MUTATION_KIND_DELETE {
+			plan.Delete(m.GetPrimaryKey(), m.GetCommitTs())
+		} else {
+			plan.Upsert(m.GetPrimaryKey(), m.GetCommitTs(), m.GetFields(), b.GetSourcePartition())
+		}
+	}
+	changes := plan.Changes()
+	last := b.GetFirstSeq() + uint64(len(muts)) - 1
+	nps := &apiv1.PartitionState{
+		SourcePartition: ps.GetSourcePartition(),
+		Collection:      ps.GetCollection(),
+		SourceEpoch:     b.GetSourceEpoch(),
+		LastSeq:         last,
+		ResolvedTs:      ps.GetResolvedTs(),
+	}
+	name := c.name()
+	if err := e.persist(func(tx *storage.Tx) error {
+		for _, ch := range changes {
+			if err := tx.PutEntry(name, ch.PK, ch.New); err != nil {
+				return err
+			}
+		}
+		return tx.PutPartition(nps)
+	}); err != nil {
+		return nil, err
+	}
+	// Apply (E41).
+	c.docs.Commit(plan)
+	e.parts[nps.GetSourcePartition()] = nps
+	if c.aux != nil {
+		c.aux.apply(changes)
+	}
+	if c.textW != nil {
+		c.textW.enqueueChanges(changes)
+	}
+	if c.vecW != nil {
+		c.vecW.enqueueChanges(changes)
+	}
+	return &apiv1.IngestResponse{
+		Collection:       name,
+		Outcome:          apiv1.IngestOutcome_INGEST_OUTCOME_APPLIED,
+		SourceEpoch:      nps.GetSourceEpoch(),
+		LastSeq:          last,
+		AppliedMutations: uint64(plan.Applied),
+		StaleMutations:   uint64(plan.Stale),
+	}, nil
+}
+
+// AdvancePartition records a partition's resolved ts (E50) and advances the
+// collection's watermarks (E51..E53). Tombstones that safe_ts has passed by
+// the retention are collected (E39).
+func (e *Emulator) AdvancePartition(ctx context.Context, p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionResponse, error) {
+	resp, err := e.advance(p)
+	return resp, e.reject("advance_partition", err)
+}
+
+func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.writableLocked(); err != nil {
+		return nil, err
+	}
+	ps, c, err := e.mappedLocked(p.GetSourcePartition(), "")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.GetSourceEpoch() == 0:
+		return nil, contract.Errf(contract.ReasonInvalidArgument, "source_epoch", ">= 1", "0", "epochs start at 1")
+	case p.GetSourceEpoch() < ps.GetSourceEpoch():
+		return nil, contract.Errf(contract.ReasonEpochRegression, "source_epoch", fmt.Sprintf(">= %d", ps.GetSourceEpoch()), fmt.Sprint(p.GetSourceEpoch()), "epoch went back for %s", p.GetSourcePartition())
+	case p.GetResolvedTs() < ps.GetResolvedTs():
+		return nil, contract.Errf(contract.ReasonProgressRegression, "resolved_ts", fmt.Sprintf(">= %d", ps.GetResolvedTs()), fmt.Sprint(p.GetResolvedTs()), "resolved ts went back for %s", p.GetSourcePartition())
+	case p.GetResolvedTs() == 0:
+		return nil, contract.Errf(contract.ReasonInvalidArgument, "resolved_ts", "> 0", "0", "resolved ts is required")
+	}
+	resp := &apiv1.AdvancePartitionResponse{Collection: c.name()}
+	if p.GetSourceEpoch() == ps.GetSourceEpoch() && p.GetResolvedTs() == ps.GetResolvedTs() {
+		resp.SafeTs = c.safeTs()
+		return resp, nil
+	}
+	nps := clonePartition(ps)
+	if p.GetSourceEpoch() > ps.GetSourceEpoch() {
+		nps.SourceEpoch = p.GetSourceEpoch()
+		nps.LastSeq = 0
+	}
+	nps.ResolvedTs = p.GetResolvedTs()
+
+	// Advance the synchronous modalities on a copy first so a watermark
+	// error leaves everything unchanged.
+	name := c.name()
+	for _, m := range []apiv1.Modality{apiv1.Modality_MODALITY_DOCUMENT, apiv1.Modality_MODALITY_METADATA_AUX} {
+		if !c.has(m) {
+			continue
+		}
+		if old, ok := c.wm.PartitionApplied(contract.ModalityName(m), nps.GetSourcePartition()); ok && old > nps.GetResolvedTs() {
+			return nil, contract.Errf(contract.ReasonProgressRegression, "resolved_ts", fmt.Sprintf(">= %d", old), fmt.Sprint(nps.GetResolvedTs()), "%s applied ts would go back", contract.ModalityName(m))
+		}
+	}
+	if err := e.persist(func(tx *storage.Tx) error { return tx.PutPartition(nps) }); err != nil {
+		return nil, err
+	}
+	e.parts[nps.GetSourcePartition()] = nps
+	for _, m := range []apiv1.Modality{apiv1.Modality_MODALITY_DOCUMENT, apiv1.Modality_MODALITY_METADATA_AUX} {
+		if c.has(m) {
+			if err := c.wm.Advance(contract.ModalityName(m), nps.GetSourcePartition(), nps.GetResolvedTs()); err != nil {
+				e.broken = err
+				return nil, contract.Errf(contract.ReasonInternal, "resolved_ts", "", "", "watermark: %v", err)
+			}
+		}
+	}
+	if c.textW != nil {
+		c.textW.enqueueMark(nps.GetSourcePartition(), nps.GetResolvedTs())
+	}
+	if c.vecW != nil {
+		c.vecW.enqueueMark(nps.GetSourcePartition(), nps.GetResolvedTs())
+	}
+	if err := e.collectTombstonesLocked(c, name); err != nil {
+		return nil, err
+	}
+	e.bumpLocked()
+	resp.SafeTs = c.safeTs()
+	return resp, nil
+}
+
+// collectTombstonesLocked removes tombstones that safe_ts has passed by the
+// retention (E39).
+func (e *Emulator) collectTombstonesLocked(c *collection, name string) error {
+	if e.opts.TombstoneRetention < 0 {
+		return nil
+	}
+	safe := c.safeTs()
+	ret := durationToTSO(e.opts.TombstoneRetention)
+	if safe <= ret {
+		return nil
+	}
+	pks := c.docs.CollectTombstones(safe - ret)
+	if len(pks) == 0 {
+		return nil
+	}
+	return e.persist(func(tx *storage.Tx) error {
+		for _, pk := range pks {
+			if err := tx.DeleteEntry(name, pk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

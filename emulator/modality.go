@@ -1,0 +1,356 @@
+package emulator
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/docstore"
+	"github.com/searchfabric/sfemu/emulator/text"
+	"github.com/searchfabric/sfemu/emulator/vector"
+)
+
+// asyncIndex runs one secondary modality (text or vector) behind the
+// document store (E51): it applies document changes in ingest order on its
+// own goroutine and reports a partition's resolved ts through onMark only
+// after every change queued before that mark is indexed.
+type asyncIndex struct {
+	modality string
+	apply    func([]docstore.Change) error
+	onMark   func(w *asyncIndex, partition string, ts uint64)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []work
+	busy    bool
+	stopped bool
+	err     error // first apply error; the modality stops advancing
+	done    chan struct{}
+}
+
+type work struct {
+	changes   []docstore.Change
+	partition string // mark when changes == nil
+	ts        uint64
+}
+
+func newAsyncIndex(modality string, apply func([]docstore.Change) error, onMark func(*asyncIndex, string, uint64)) *asyncIndex {
+	w := &asyncIndex{modality: modality, apply: apply, onMark: onMark, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	go w.run()
+	return w
+}
+
+func (w *asyncIndex) enqueueChanges(ch []docstore.Change) {
+	if len(ch) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.queue = append(w.queue, work{changes: ch})
+	w.mu.Unlock()
+	w.cond.Signal()
+}
+
+func (w *asyncIndex) enqueueMark(partition string, ts uint64) {
+	w.mu.Lock()
+	w.queue = append(w.queue, work{partition: partition, ts: ts})
+	w.mu.Unlock()
+	w.cond.Signal()
+}
+
+// stop ends the goroutine without waiting; queued work is dropped.
+func (w *asyncIndex) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+// waitIdle blocks until the queue is empty and nothing is being applied (or
+// the worker stopped).
+func (w *asyncIndex) waitIdle() {
+	w.mu.Lock()
+	for (len(w.queue) > 0 || w.busy) && !w.stopped {
+		w.cond.Wait()
+	}
+	w.mu.Unlock()
+}
+
+func (w *asyncIndex) lastErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *asyncIndex) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.stopped {
+			w.cond.Wait()
+		}
+		if w.stopped {
+			w.mu.Unlock()
+			return
+		}
+		items := w.queue
+		w.queue = nil
+		w.busy = true
+		failed := w.err != nil
+		w.mu.Unlock()
+
+		var pending []docstore.Change
+		flush := func() {
+			if len(pending) == 0 || failed {
+				pending = pending[:0]
+				return
+			}
+			if err := w.apply(pending); err != nil {
+				failed = true
+				w.mu.Lock()
+				w.err = fmt.Errorf("%s modality: %w", w.modality, err)
+				w.mu.Unlock()
+			}
+			pending = nil
+		}
+		for _, it := range items {
+			if it.changes != nil {
+				pending = append(pending, it.changes...)
+				continue
+			}
+			flush()
+			if !failed {
+				w.onMark(w, it.partition, it.ts)
+			}
+		}
+		flush()
+
+		w.mu.Lock()
+		w.busy = false
+		w.mu.Unlock()
+		w.cond.Broadcast()
+	}
+}
+
+// textFields lists the TEXT fields of a definition in definition order.
+func textFields(def *apiv1.CollectionDefinition) []string {
+	var out []string
+	for _, f := range def.GetFields() {
+		if f.GetRole() == apiv1.FieldRole_FIELD_ROLE_TEXT {
+			out = append(out, f.GetName())
+		}
+	}
+	return out
+}
+
+// textOf renders a value of a TEXT field for indexing ("" = nothing).
+func textOf(v *apiv1.Value) string {
+	switch k := v.GetKind().(type) {
+	case *apiv1.Value_StringValue:
+		return k.StringValue
+	case *apiv1.Value_JsonValue:
+		return k.JsonValue
+	}
+	return ""
+}
+
+// textApplier turns document changes into text index ops.
+func textApplier(idx *text.Index, fields []string) func([]docstore.Change) error {
+	return func(changes []docstore.Change) error {
+		ops := make([]text.Op, 0, len(changes))
+		for _, ch := range changes {
+			if ch.New == nil || ch.New.Deleted {
+				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
+				continue
+			}
+			var m map[string]string
+			for _, f := range fields {
+				if s := textOf(ch.New.Fields[f]); s != "" {
+					if m == nil {
+						m = make(map[string]string, len(fields))
+					}
+					m[f] = s
+				}
+			}
+			if m == nil {
+				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
+			} else {
+				ops = append(ops, text.Op{PK: ch.PK, Fields: m})
+			}
+		}
+		return idx.Apply(ops)
+	}
+}
+
+// vectorField is one VECTOR field and its index.
+type vectorField struct {
+	name string
+	idx  *vector.Index
+}
+
+func vectorMetric(m apiv1.VectorMetric) vector.Metric {
+	if m == apiv1.VectorMetric_VECTOR_METRIC_L2 {
+		return vector.L2
+	}
+	return vector.Cosine
+}
+
+// vectorConfig is the comparable identity of a definition's vector setup;
+// an index is reused across a schema change only when it is unchanged.
+func vectorConfig(def *apiv1.CollectionDefinition) string {
+	s := ""
+	for _, f := range def.GetFields() {
+		if f.GetRole() == apiv1.FieldRole_FIELD_ROLE_VECTOR {
+			s += fmt.Sprintf("%s/%d/%d;", f.GetName(), f.GetVectorDim(), vectorMetric(f.GetVectorMetric()))
+		}
+	}
+	return s
+}
+
+func newVectorFields(def *apiv1.CollectionDefinition, hnswThreshold int) ([]*vectorField, error) {
+	var out []*vectorField
+	for _, f := range def.GetFields() {
+		if f.GetRole() != apiv1.FieldRole_FIELD_ROLE_VECTOR {
+			continue
+		}
+		idx, err := vector.NewWithOptions(int(f.GetVectorDim()), vectorMetric(f.GetVectorMetric()), vector.Options{HNSWThreshold: hnswThreshold})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &vectorField{name: f.GetName(), idx: idx})
+	}
+	return out, nil
+}
+
+// vectorApplier turns document changes into vector index upserts/deletes.
+// A vector the index cannot hold (a zero vector under cosine) is left out
+// of the index: the document stays readable, it just is not a neighbour.
+func vectorApplier(fields []*vectorField) func([]docstore.Change) error {
+	return func(changes []docstore.Change) error {
+		for _, vf := range fields {
+			for _, ch := range changes {
+				var vec []float32
+				if ch.New != nil && !ch.New.Deleted {
+					vec = ch.New.Fields[vf.name].GetVectorValue().GetValues()
+				}
+				if vec == nil {
+					vf.idx.Delete(ch.PK)
+					continue
+				}
+				if err := vf.idx.Upsert(ch.PK, vec); err != nil {
+					vf.idx.Delete(ch.PK)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// auxIndex is the metadata_aux modality: exact-match postings over KEYWORD
+// fields, used to narrow filtered searches. NUMERIC fields are range
+// filtered on the documents. It is applied synchronously with the document
+// store.
+type auxIndex struct {
+	keyword map[string]map[string]map[string]struct{} // field -> value key -> pks
+}
+
+func newAuxIndex(def *apiv1.CollectionDefinition) *auxIndex {
+	a := &auxIndex{keyword: map[string]map[string]map[string]struct{}{}}
+	for _, f := range def.GetFields() {
+		if f.GetRole() == apiv1.FieldRole_FIELD_ROLE_KEYWORD {
+			a.keyword[f.GetName()] = map[string]map[string]struct{}{}
+		}
+	}
+	return a
+}
+
+// valueKey renders a scalar value as a posting key; ok is false for
+// values that are not indexable (null, vectors).
+func valueKey(v *apiv1.Value) (string, bool) {
+	switch k := v.GetKind().(type) {
+	case *apiv1.Value_StringValue:
+		return "s" + k.StringValue, true
+	case *apiv1.Value_Int64Value:
+		return "n" + strconv.FormatInt(k.Int64Value, 10), true
+	case *apiv1.Value_Uint64Value:
+		return "n" + strconv.FormatUint(k.Uint64Value, 10), true
+	case *apiv1.Value_DoubleValue:
+		return "n" + strconv.FormatFloat(k.DoubleValue, 'g', -1, 64), true
+	case *apiv1.Value_BoolValue:
+		return "b" + strconv.FormatBool(k.BoolValue), true
+	case *apiv1.Value_BytesValue:
+		return "x" + hex.EncodeToString(k.BytesValue), true
+	case *apiv1.Value_JsonValue:
+		return "j" + k.JsonValue, true
+	}
+	return "", false
+}
+
+func (a *auxIndex) apply(changes []docstore.Change) {
+	for _, ch := range changes {
+		for field, post := range a.keyword {
+			if ch.Old != nil && !ch.Old.Deleted {
+				if k, ok := valueKey(ch.Old.Fields[field]); ok {
+					if set := post[k]; set != nil {
+						delete(set, ch.PK)
+						if len(set) == 0 {
+							delete(post, k)
+						}
+					}
+				}
+			}
+			if ch.New != nil && !ch.New.Deleted {
+				if k, ok := valueKey(ch.New.Fields[field]); ok {
+					set := post[k]
+					if set == nil {
+						set = map[string]struct{}{}
+						post[k] = set
+					}
+					set[ch.PK] = struct{}{}
+				}
+			}
+		}
+	}
+}
+
+// candidates returns the sorted keys that can match an EQ or IN filter on a
+// KEYWORD field; ok is false when the index cannot narrow the filter.
+func (a *auxIndex) candidates(f *apiv1.Filter) ([]string, bool) {
+	post, indexed := a.keyword[f.GetField()]
+	if !indexed {
+		return nil, false
+	}
+	var vals []*apiv1.Value
+	switch f.GetOp() {
+	case apiv1.FilterOp_FILTER_OP_EQ:
+		vals = []*apiv1.Value{f.GetValue()}
+	case apiv1.FilterOp_FILTER_OP_IN:
+		vals = f.GetValues()
+	default:
+		return nil, false
+	}
+	seen := map[string]struct{}{}
+	for _, v := range vals {
+		// Numbers are keyed by their canonical text; a cross-kind numeric
+		// match (int 1 vs double 1.0) is not narrowed, so scan instead.
+		if _, isD := v.GetKind().(*apiv1.Value_DoubleValue); isD {
+			return nil, false
+		}
+		k, ok := valueKey(v)
+		if !ok {
+			return nil, false
+		}
+		for pk := range post[k] {
+			seen[pk] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for pk := range seen {
+		out = append(out, pk)
+	}
+	sort.Strings(out)
+	return out, true
+}

@@ -1,0 +1,82 @@
+package emulator
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/searchfabric/sfemu/emulator/contract"
+)
+
+// Error is the typed rejection every emulator call returns (E90). It is the
+// contract package's type, re-exported so callers need one import.
+type Error = contract.Error
+
+// Reason is a stable rejection code.
+type Reason = contract.Reason
+
+// ReasonOf returns the Reason of a contract error in err's chain, or "".
+func ReasonOf(err error) Reason { return contract.ReasonOf(err) }
+
+// Clock is the emulator's only time source: bounded read waits (E71) and
+// watermark lag metrics use it, so tests can drive time.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Options configure an Emulator. Zero values take the defaults.
+type Options struct {
+	// MaxReadWait bounds how long a read with min_ts waits for safe_ts
+	// (E71). Default 5s.
+	MaxReadWait time.Duration
+	// TombstoneRetention is how far safe_ts must pass a tombstone before it
+	// is collected (E39). Default 10 minutes. Negative disables collection.
+	TombstoneRetention time.Duration
+	// Clock is the time source. Default RealClock.
+	Clock Clock
+	// Registerer receives the emulator's Prometheus collectors. Default: a
+	// private registry, returned by Emulator.Registry.
+	Registerer prometheus.Registerer
+	// VectorHNSWThreshold is passed to the vector modality (live vectors
+	// at which HNSW is built). 0 takes the vector package's default;
+	// negative disables HNSW.
+	VectorHNSWThreshold int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxReadWait <= 0 {
+		o.MaxReadWait = 5 * time.Second
+	}
+	if o.TombstoneRetention == 0 {
+		o.TombstoneRetention = 10 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock
+	}
+	return o
+}
+
+// tsoPhysicalShift is the number of logical bits in a TiDB TSO.
+const tsoPhysicalShift = 18
+
+// durationToTSO converts a duration into TSO units (physical ms << 18).
+func durationToTSO(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64(d.Milliseconds()) << tsoPhysicalShift
+}
+
+// tsoTime returns the wall time a TSO's physical part encodes.
+func tsoTime(ts uint64) time.Time {
+	return time.UnixMilli(int64(ts >> tsoPhysicalShift))
+}
