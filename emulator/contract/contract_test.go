@@ -45,9 +45,15 @@ func TestValidateDefinition(t *testing.T) {
 		{"E12", "definition.fields[1].role", func(d *apiv1.CollectionDefinition) { d.Fields[1].Role = 0 }},
 		{"E11", "definition.fields[2].vector_dim", func(d *apiv1.CollectionDefinition) { d.Fields[2].VectorDim = 0 }},
 		{"E11", "definition.fields[1].vector_dim", func(d *apiv1.CollectionDefinition) { d.Fields[1].VectorDim = 3 }},
-		{"E11", "definition.fields[2].type", func(d *apiv1.CollectionDefinition) { d.Fields[2].Type = apiv1.FieldType_FIELD_TYPE_STRING; d.Fields[2].VectorDim = 0 }},
+		{"E11", "definition.fields[2].type", func(d *apiv1.CollectionDefinition) {
+			d.Fields[2].Type = apiv1.FieldType_FIELD_TYPE_STRING
+			d.Fields[2].VectorDim = 0
+		}},
 		{"E11", "definition.fields[1].type", func(d *apiv1.CollectionDefinition) { d.Fields[1].Type = apiv1.FieldType_FIELD_TYPE_INT }},
-		{"E12", "definition.primary_key", func(d *apiv1.CollectionDefinition) { d.PrimaryKey = nil; d.Fields[0].Role = apiv1.FieldRole_FIELD_ROLE_STORED_ONLY }},
+		{"E12", "definition.primary_key", func(d *apiv1.CollectionDefinition) {
+			d.PrimaryKey = nil
+			d.Fields[0].Role = apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
+		}},
 		{"E12", "definition.primary_key[0]", func(d *apiv1.CollectionDefinition) { d.PrimaryKey = []string{"nope"} }},
 		{"E12", "definition.primary_key[1]", func(d *apiv1.CollectionDefinition) { d.PrimaryKey = []string{"id", "id"} }},
 		{"E12", "definition.primary_key[1]", func(d *apiv1.CollectionDefinition) { d.PrimaryKey = []string{"id", "title"} }},
