@@ -182,8 +182,12 @@ func decimalDatum(f Format, c *Column, off, prec, frac int, bin []byte) (value.D
 func uintKindDatum(f Format, c *Column, off int, x uint64) (value.Datum, error) {
 	switch c.cls {
 	case clsTime:
-		t := value.UnpackTime(x, c.Tp, int(c.fsp))
-		if err := t.Validate(); err != nil {
+		if !validPackedTime(x) {
+			t := value.UnpackTime(x, c.Tp, int(c.fsp))
+			err := t.Validate()
+			if err == nil {
+				err = fmt.Errorf("field out of range")
+			}
 			return value.Datum{}, cellErr(f, c, off, "packed time %d: %v", x, err)
 		}
 		if c.Tp == mysql.TypeDate && x&(1<<41-1) != 0 {
@@ -336,4 +340,20 @@ func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
 
 func typeName(c *Column) string {
 	return fmt.Sprintf("%s column", strings.ToUpper(types.TypeToStr(c.Tp, "")))
+}
+
+// validPackedTime checks the fields of a packed time without unpacking it:
+// microsecond <= 999999, second and minute <= 59, hour <= 23, and
+// year*13+month < 10000*13 (year <= 9999; month and day cannot exceed
+// their ranges given their bit widths, except month 13+ which the modulo
+// excludes and day 0..31 which 5 bits hold).
+func validPackedTime(p uint64) bool {
+	if p&(1<<24-1) > 999999 {
+		return false
+	}
+	hms := (p >> 24) & (1<<17 - 1)
+	if hms&63 > 59 || (hms>>6)&63 > 59 || hms>>12 > 23 {
+		return false
+	}
+	return p>>46 < 10000*13
 }

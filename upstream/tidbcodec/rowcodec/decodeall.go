@@ -1,6 +1,10 @@
 package rowcodec
 
-import "github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+import (
+	"encoding/binary"
+
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+)
 
 // DecodeColumns decodes every column of cols into out[i] and records in
 // states[i] whether the row stores a value, a NULL, or nothing for it
@@ -13,6 +17,9 @@ func (v *RowView) DecodeColumns(cols []Column, out []value.Datum, states []CellS
 	states = states[:len(cols)]
 	switch v.format {
 	case FormatV2:
+		if !v.large {
+			return v.decodeColumnsV2Small(cols, out, states)
+		}
 		return v.decodeColumnsV2(cols, out, states)
 	case FormatV1:
 		return v.decodeColumnsV1(cols, out, states)
@@ -104,6 +111,74 @@ func (v *RowView) decodeColumnsV1(cols []Column, out []value.Datum, states []Cel
 			continue
 		}
 		out[k], states[k] = value.Datum{}, CellAbsent
+	}
+	return nil
+}
+
+// decodeColumnsV2Small is the merge walk specialised for the small layout
+// (1-byte ids, 2-byte offsets), the layout of nearly every row.
+func (v *RowView) decodeColumnsV2Small(cols []Column, out []value.Datum, states []CellState) error {
+	row := v.row
+	nn := v.nNotNull
+	ids := row[headerSize : headerSize+nn]
+	nullIDs := row[headerSize+nn : headerSize+nn+v.nNull]
+	if err := checkAscending(ids, headerSize); err != nil {
+		return err
+	}
+	if err := checkAscending(nullIDs, headerSize+nn); err != nil {
+		return err
+	}
+	offs := row[v.offsOff : v.offsOff+2*nn]
+	data := row[v.dataOff:v.dataEnd]
+	i, j := 0, 0
+	for k := range cols {
+		c := &cols[k]
+		if uint64(c.ID) > 255 {
+			out[k], states[k] = value.Datum{}, CellAbsent
+			continue
+		}
+		b := byte(c.ID)
+		for i < len(ids) && ids[i] < b {
+			i++
+		}
+		if i < len(ids) && ids[i] == b {
+			start := 0
+			if i > 0 {
+				start = int(binary.LittleEndian.Uint16(offs[2*i-2:]))
+			}
+			end := int(binary.LittleEndian.Uint16(offs[2*i:]))
+			if start > end || end > len(data) {
+				return colErr(FormatV2, c.ID, v.dataOff+start,
+					"cell spans data offsets [%d, %d) outside the %d-byte data area", start, end, len(data))
+			}
+			d, err := decodeCellV2(data[start:end], c, v.dataOff+start)
+			if err != nil {
+				return err
+			}
+			out[k], states[k] = d, CellValue
+			i++
+			continue
+		}
+		for j < len(nullIDs) && nullIDs[j] < b {
+			j++
+		}
+		if j < len(nullIDs) && nullIDs[j] == b {
+			out[k], states[k] = value.Datum{}, CellNull
+			j++
+			continue
+		}
+		out[k], states[k] = value.Datum{}, CellAbsent
+	}
+	return nil
+}
+
+// checkAscending verifies 1-byte ids are strictly ascending; base is the
+// offset of ids[0] in the row.
+func checkAscending(ids []byte, base int) error {
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			return colErr(FormatV2, int64(ids[i]), base+i, "column ids not strictly ascending: %d after %d", ids[i], ids[i-1])
+		}
 	}
 	return nil
 }
