@@ -32,8 +32,16 @@ type DDLEvent struct {
 	NeedAddedTables []AddedTable
 	// UpdatedSchemas lists tables that moved between schemas.
 	UpdatedSchemas []SchemaIDChange
-	// TableNameChange is set when the DDL renames tables.
+	// TableNameChange is set when the DDL adds, drops or renames table names
+	// (create, create tables, drop, rename, rename tables, drop schema,
+	// recover, truncate).
 	TableNameChange *TableNameChange
+	// ExtraSchemaName and ExtraTableName are the old names of a renamed
+	// table (RENAME TABLE), empty otherwise.
+	ExtraSchemaName string
+	ExtraTableName  string
+	// StartTs is the start ts of the transaction that wrote the job's Done row.
+	StartTs uint64
 }
 
 // AddedTable is a physical table created by a DDL.
@@ -53,6 +61,9 @@ type SchemaIDChange struct {
 type TableNameChange struct {
 	AddName  []SchemaTableName
 	DropName []SchemaTableName
+	// DropDatabaseName is set by DROP DATABASE: every table of that schema
+	// is gone.
+	DropDatabaseName string
 }
 
 // SchemaTableName is a qualified table name.
