@@ -98,10 +98,10 @@ type Datum struct {
 }
 
 // Kind reports the datum's kind.
-func (d *Datum) Kind() Kind { return d.k }
+func (d Datum) Kind() Kind { return d.k }
 
 // IsNull reports whether the datum is SQL NULL.
-func (d *Datum) IsNull() bool { return d.k == KindNull }
+func (d Datum) IsNull() bool { return d.k == KindNull }
 
 // Constructors. Slices are borrowed, not copied.
 
@@ -202,55 +202,55 @@ func NewMaxValueDatum() Datum   { return Datum{k: KindMaxValue} }
 // Accessors. They do not check the kind (like TiDB's); use Kind first.
 
 // GetInt64 returns the signed payload (int, year, duration ns).
-func (d *Datum) GetInt64() int64 { return int64(d.num) }
+func (d Datum) GetInt64() int64 { return int64(d.num) }
 
 // GetUint64 returns the unsigned payload (uint, packed time, enum index, set
 // bits, bit value).
-func (d *Datum) GetUint64() uint64 { return d.num }
+func (d Datum) GetUint64() uint64 { return d.num }
 
 // GetFloat64 returns the float payload (FLOAT widened to float64).
-func (d *Datum) GetFloat64() float64 { return math.Float64frombits(d.num) }
+func (d Datum) GetFloat64() float64 { return math.Float64frombits(d.num) }
 
 // GetFloat32 returns the float payload narrowed to float32.
-func (d *Datum) GetFloat32() float32 { return float32(math.Float64frombits(d.num)) }
+func (d Datum) GetFloat32() float32 { return float32(math.Float64frombits(d.num)) }
 
 // GetBytes returns the borrowed variable-size payload: string/bytes
 // contents, decimal bin, JSON type code + value, serialized vector, enum or
 // set names.
-func (d *Datum) GetBytes() []byte { return d.b }
+func (d Datum) GetBytes() []byte { return d.b }
 
 // GetString returns the variable-size payload as a string (copies).
-func (d *Datum) GetString() string { return string(d.b) }
+func (d Datum) GetString() string { return string(d.b) }
 
 // GetDecimal decodes a KindDecimal datum.
-func (d *Datum) GetDecimal() (Decimal, error) {
+func (d Datum) GetDecimal() (Decimal, error) {
 	dec, _, err := DecodeDecimalBin(d.b, int(d.a), int(d.c))
 	return dec, err
 }
 
 // DecimalShape returns the declared (precision, frac) of a KindDecimal datum.
-func (d *Datum) DecimalShape() (prec, frac int) { return int(d.a), int(d.c) }
+func (d Datum) DecimalShape() (prec, frac int) { return int(d.a), int(d.c) }
 
 // GetTime unpacks a KindTime datum.
-func (d *Datum) GetTime() Time { return UnpackTime(d.num, d.a, int(d.c)) }
+func (d Datum) GetTime() Time { return UnpackTime(d.num, d.a, int(d.c)) }
 
 // GetDuration returns a KindDuration datum.
-func (d *Datum) GetDuration() Duration { return Duration{Nanos: int64(d.num), Fsp: int(d.c)} }
+func (d Datum) GetDuration() Duration { return Duration{Nanos: int64(d.num), Fsp: int(d.c)} }
 
 // GetJSON returns a KindJSON datum's binary JSON view.
-func (d *Datum) GetJSON() (BinaryJSON, error) { return BinaryJSONFromTyped(d.b) }
+func (d Datum) GetJSON() (BinaryJSON, error) { return BinaryJSONFromTyped(d.b) }
 
 // GetVectorFloat32 returns a KindVectorFloat32 datum's view.
-func (d *Datum) GetVectorFloat32() (VectorFloat32, error) { return VectorFloat32FromBytes(d.b) }
+func (d Datum) GetVectorFloat32() (VectorFloat32, error) { return VectorFloat32FromBytes(d.b) }
 
 // Fsp returns the fractional-second precision of a time or duration datum.
-func (d *Datum) Fsp() int { return int(d.c) }
+func (d Datum) Fsp() int { return int(d.c) }
 
 // TimeType returns the MySQL type of a KindTime datum.
-func (d *Datum) TimeType() byte { return d.a }
+func (d Datum) TimeType() byte { return d.a }
 
 // BitWidth returns the byte width of a KindBit datum.
-func (d *Datum) BitWidth() int { return int(d.a) }
+func (d Datum) BitWidth() int { return int(d.a) }
 
 // Clone returns a datum that owns its variable-size payload.
 func (d Datum) Clone() Datum {
@@ -277,7 +277,7 @@ func (d Datum) String() string {
 
 // AppendText appends the canonical text form (spec rules V1-V12) to dst.
 // NULL appends "NULL".
-func (d *Datum) AppendText(dst []byte) ([]byte, error) {
+func (d Datum) AppendText(dst []byte) ([]byte, error) {
 	switch d.k {
 	case KindNull:
 		return append(dst, "NULL"...), nil

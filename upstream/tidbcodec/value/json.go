@@ -237,14 +237,31 @@ func appendJSONContainer(dst []byte, tc byte, v []byte, depth int) ([]byte, erro
 	if jsonHeaderSize+count*entry > uint64(len(v)) {
 		return dst, fmt.Errorf("json: %d elements need %d header bytes, container has %d", count, jsonHeaderSize+count*entry, len(v))
 	}
+	n := int(count)
 	valEntries := jsonHeaderSize
 	if isObj {
-		valEntries += int(count) * jsonKeyEntrySize
+		valEntries += n * jsonKeyEntrySize
+	}
+	// Keys, then out-of-line values, follow the header back to back in
+	// entry order, as TiDB writes them. Requiring increasing,
+	// non-overlapping offsets also keeps hostile input (entries pointing
+	// back into their own container) from costing exponential time.
+	minOff := uint64(valEntries + n*jsonValueEntrySize)
+	if isObj {
+		for i := 0; i < n; i++ {
+			ke := jsonHeaderSize + i*jsonKeyEntrySize
+			ko := uint64(binary.LittleEndian.Uint32(v[ke:]))
+			kl := uint64(binary.LittleEndian.Uint16(v[ke+4:]))
+			if ko < minOff || ko+kl > uint64(len(v)) {
+				return dst, fmt.Errorf("json: key %d at offset %d length %d outside [%d, %d)", i, ko, kl, minOff, len(v))
+			}
+			minOff = ko + kl
+		}
 		dst = append(dst, '{')
 	} else {
 		dst = append(dst, '[')
 	}
-	for i := 0; i < int(count); i++ {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
@@ -252,9 +269,6 @@ func appendJSONContainer(dst []byte, tc byte, v []byte, depth int) ([]byte, erro
 			ke := jsonHeaderSize + i*jsonKeyEntrySize
 			ko := uint64(binary.LittleEndian.Uint32(v[ke:]))
 			kl := uint64(binary.LittleEndian.Uint16(v[ke+4:]))
-			if ko+kl > uint64(len(v)) {
-				return dst, fmt.Errorf("json: key %d at offset %d length %d exceeds container of %d bytes", i, ko, kl, len(v))
-			}
 			dst = appendJSONString(dst, v[ko:ko+kl])
 			dst = append(dst, ": "...)
 		}
@@ -265,10 +279,15 @@ func appendJSONContainer(dst []byte, tc byte, v []byte, depth int) ([]byte, erro
 			dst, err = appendJSONText(dst, etc, v[ve+1:ve+2], depth+1)
 		} else {
 			off := uint64(binary.LittleEndian.Uint32(v[ve+1:]))
-			if off >= uint64(len(v)) {
-				return dst, fmt.Errorf("json: element %d offset %d outside container of %d bytes", i, off, len(v))
+			if off < minOff || off >= uint64(len(v)) {
+				return dst, fmt.Errorf("json: element %d offset %d outside [%d, %d)", i, off, minOff, len(v))
 			}
-			dst, err = appendJSONText(dst, etc, v[off:], depth+1)
+			l, lerr := JSONValueLen(etc, v[off:])
+			if lerr != nil {
+				return dst, fmt.Errorf("element %d: %w", i, lerr)
+			}
+			minOff = off + uint64(l)
+			dst, err = appendJSONText(dst, etc, v[off:off+uint64(l)], depth+1)
 		}
 		if err != nil {
 			return dst, fmt.Errorf("element %d: %w", i, err)

@@ -362,3 +362,34 @@ func TestDatumNoAlloc(t *testing.T) {
 		t.Fatalf("%v allocs", allocs)
 	}
 }
+
+// Hostile binary JSON: entries pointing back into their own container,
+// unknown literals, depth beyond 100 and truncation are errors, not hangs
+// or panics (rule V9).
+func TestJSONHostile(t *testing.T) {
+	// Array of 2 elements whose values both point at offset 0 (itself).
+	self := []byte{JSONTypeCodeArray, 2, 0, 0, 0, 18, 0, 0, 0, 3, 0, 0, 0, 0, 3, 0, 0, 0, 0}
+	if _, err := NewJSONDatum(self).AppendText(nil); err == nil {
+		t.Error("self-referencing array accepted")
+	}
+	if _, err := NewJSONDatum([]byte{JSONTypeCodeLiteral, 7}).AppendText(nil); err == nil {
+		t.Error("unknown literal accepted")
+	}
+	if _, err := NewJSONDatum([]byte{0x02, 0}).AppendText(nil); err == nil {
+		t.Error("MySQL small object type code accepted")
+	}
+	deep := "1"
+	for i := 0; i < MaxJSONDepth+2; i++ {
+		deep = "[" + deep + "]"
+	}
+	if _, err := ParseJSON([]byte(deep)); err == nil {
+		t.Error("depth beyond 100 accepted by the encoder")
+	}
+	good, _ := ParseJSON([]byte(`{"a":[1,2],"b":"x"}`))
+	typed := good.AppendTyped(nil)
+	for n := 0; n < len(typed); n++ {
+		if _, err := NewJSONDatum(typed[:n]).AppendText(nil); err == nil {
+			t.Errorf("truncated to %d bytes accepted", n)
+		}
+	}
+}
