@@ -124,9 +124,6 @@ func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
 	if e.OpType != kvevent.OpTypePut {
 		return nil // the row is deleted when the job moves to history
 	}
-	if e.CRTs <= c.resolved {
-		return fmt.Errorf("schemastore: %s entry committed at %d arrived after the span's resolved ts %d", c.kind, e.CRTs, c.resolved)
-	}
 	job, err := c.dec.decode(e)
 	if err != nil {
 		return fmt.Errorf("schemastore: %s entry committed at %d: %w", c.kind, e.CRTs, err)
@@ -151,6 +148,19 @@ func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
 	if job.BinlogInfo.SchemaVersion == 0 {
 		s.log.Info("schemastore: skip job with schema version 0", "job", job.ID, "type", job.Type.String())
 		return nil
+	}
+	if e.CRTs <= c.resolved {
+		// A re-scan after a region reconnect re-sends what was delivered
+		// before: harmless when already applied; a job never applied
+		// means the stream lost it (rule S18).
+		s.mu.RLock()
+		applied := !s.h.last.less(jobPos{ts: e.CRTs, ver: job.BinlogInfo.SchemaVersion})
+		s.mu.RUnlock()
+		if applied {
+			return nil
+		}
+		return fmt.Errorf("schemastore: %v committed at %d arrived after the %s span's resolved ts %d and was never applied",
+			job, e.CRTs, c.kind, c.resolved)
 	}
 	k := pendingKey{ts: e.CRTs, ver: job.BinlogInfo.SchemaVersion, jobID: job.ID}
 	if _, dup := s.pending[k]; dup {
