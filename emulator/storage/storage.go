@@ -83,8 +83,7 @@ func (d *DB) Close() error { return d.db.Close() }
 
 // Tx is one write transaction.
 type Tx struct {
-	tx  *bolt.Tx
-	buf []byte
+	tx *bolt.Tx
 }
 
 // Update runs fn in one transaction and commits (fsync) when fn returns nil.
@@ -151,8 +150,8 @@ func (t *Tx) PutEntry(collection, pk string, e *docstore.Entry) error {
 	if err != nil {
 		return err
 	}
-	t.buf = EncodeEntry(t.buf[:0], e)
-	return b.Put([]byte(pk), t.buf)
+	// bbolt keeps references to keys and values until commit: no reuse.
+	return b.Put([]byte(pk), EncodeEntry(nil, e))
 }
 
 // DeleteEntry forgets one primary key.

@@ -1,0 +1,5 @@
+package emulator
+
+import "time"
+
+func waitABit() { time.Sleep(time.Millisecond) }
