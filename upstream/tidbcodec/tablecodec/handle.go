@@ -2,7 +2,7 @@
 // and meta keys (pkg/structure): record keys with int or common handles,
 // index keys, the record span of a table in raw and comparable form,
 // API-v2 keyspace prefixes, and meta hash/string/list keys. Rules are in
-// specs/tidbcodec-keys.md (K12-K23).
+// specs/tidbcodec-keys.md (K12-K24).
 package tablecodec
 
 import (

@@ -3,6 +3,7 @@ package tablecodec
 import (
 	"bytes"
 	"cmp"
+	"encoding/hex"
 	"flag"
 	"math/rand"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
@@ -172,5 +174,45 @@ func TestPaddedCommonHandle(t *testing.T) {
 	}
 	if dh.String() != "{0}" {
 		t.Fatalf("String %q", dh.String())
+	}
+}
+
+// Index values from the real server and the reference vectors (rule K24).
+func TestDecodeIndexValue(t *testing.T) {
+	cases := []struct {
+		hex     string
+		handle  int64
+		hasInt  bool
+		restore bool
+		clust   bool
+	}{
+		{"0880000100000008050068656c6c6f0000000000000001", 1, true, true, false}, // server uk_varchar
+		{"30", 0, false, false, false},                                           // server idx_int (non-unique)
+		{"0000000000000007", 7, true, false, false},
+		{"000000000000000131", 1, true, false, false},
+		{"007d01", 0, false, false, true},
+	}
+	for _, c := range cases {
+		b, _ := hex.DecodeString(c.hex)
+		iv, err := DecodeIndexValue(b)
+		if err != nil || iv.HasIntHandle != c.hasInt || iv.IntHandle != c.handle || (iv.RestoreData != nil) != c.restore || iv.Clustered != c.clust {
+			t.Errorf("%s: %+v %v", c.hex, iv, err)
+		}
+	}
+	// Clustered v1 with a common handle and a partition id.
+	ch, _ := CommonHandleFromDatums(value.NewBytesDatum([]byte("pk")))
+	v := []byte{0, 0x7d, 1, 0x7f, 0, byte(len(ch.Encoded()))}
+	v = append(v, ch.Encoded()...)
+	v = append(v, 0x7e)
+	v = codec.EncodeInt(v, 77)
+	iv, err := DecodeIndexValue(v)
+	if err != nil || !bytes.Equal(iv.CommonHandle, ch.Encoded()) || iv.PartitionID != 77 || !iv.HasPartitionID {
+		t.Fatalf("%+v %v", iv, err)
+	}
+	for _, bad := range []string{"", "3132", "0a7f0009", "05ff0000000000"} {
+		b, _ := hex.DecodeString(bad)
+		if _, err := DecodeIndexValue(b); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
