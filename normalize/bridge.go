@@ -1,0 +1,699 @@
+package normalize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/reorder"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+)
+
+// Defaults (N9, N13, N21).
+const (
+	DefaultMaxUnsealedRows    = 100_000
+	DefaultMaxUnsealedBytes   = 64 << 20
+	DefaultBackpressureWindow = 5 * time.Second
+	DefaultMaxBatchRows       = 1024
+)
+
+// ErrReorderOverflow marks the terminal overflow of a partition's reorder
+// buffer (N13). Errors returned for it also match the runtime's sentinel
+// (see overflowError).
+var ErrReorderOverflow = errors.New("normalize: reorder buffer overflow")
+
+// Table is one configured table path with the schema it has at StartTs.
+type Table struct {
+	// PhysicalID is the path's physical table id (a partition id for a
+	// partitioned table).
+	PhysicalID int64
+	// SchemaID and Database name the table's database.
+	SchemaID int64
+	Database string
+	// Info is the logical table's schema at StartTs (the partitioned table
+	// for a partition). Read at Open only.
+	Info *model.TableInfo
+}
+
+// Config configures a Bridge.
+type Config struct {
+	// ClientID identifies this adapter instance (meta.client_id). Required.
+	ClientID string
+	// KeyspaceID is set in next-gen (keyspace) mode (N1).
+	KeyspaceID uint32
+	// StartTs is the Mini-CDC start ts of this run (use ResumePoint) and
+	// the ddl_commit_ts of bootstrap requests (N30). Must be > 0.
+	StartTs uint64
+	// Tables are the configured table paths.
+	Tables []Table
+	// CollectionName maps a table to its collection (N3); nil uses
+	// DefaultCollectionName.
+	CollectionName func(db, table string) string
+	// Roles overrides field roles per collection and column (N18).
+	Roles map[string]RoleOverrides
+	// DisableMetadataAux turns the metadata_aux modality off (N18).
+	DisableMetadataAux bool
+
+	MaxUnsealedRows    int
+	MaxUnsealedBytes   int64
+	BackpressureWindow time.Duration
+	// Timer is the clock of the backpressure wait; nil uses wall time.
+	Timer reorder.Timer
+	// MaxBatchRows caps a MutationBatch (N21).
+	MaxBatchRows int
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if out.ClientID == "" {
+		return out, fmt.Errorf("normalize: Config.ClientID is required")
+	}
+	if out.StartTs == 0 {
+		return out, fmt.Errorf("normalize: Config.StartTs must be > 0")
+	}
+	if len(out.Tables) == 0 {
+		return out, fmt.Errorf("normalize: Config.Tables is empty")
+	}
+	if out.CollectionName == nil {
+		out.CollectionName = DefaultCollectionName
+	}
+	if out.MaxUnsealedRows == 0 {
+		out.MaxUnsealedRows = DefaultMaxUnsealedRows
+	}
+	if out.MaxUnsealedBytes == 0 {
+		out.MaxUnsealedBytes = DefaultMaxUnsealedBytes
+	}
+	if out.BackpressureWindow == 0 {
+		out.BackpressureWindow = DefaultBackpressureWindow
+	}
+	if out.Timer == nil {
+		out.Timer = reorder.RealTimer{}
+	}
+	if out.MaxBatchRows <= 0 {
+		out.MaxBatchRows = DefaultMaxBatchRows
+	}
+	return out, nil
+}
+
+// partition is one table path's state.
+type partition struct {
+	tableID int64
+	name    string
+	coll    *collection
+	buf     *reorder.Waiter[Mutation]
+
+	// Row path (the path's delivery goroutine only).
+	copier rowCopier
+	shapes shapeCache
+	// skip is the stored resolved ts at open: rows at or below it are
+	// acknowledged data (N20). Immutable after Open.
+	skip uint64
+
+	// Control path (under Bridge.ctl).
+	seq           seqCounter
+	advanced      uint64 // last resolved ts stored for the partition
+	lastCP        uint64 // last checkpoint value seen
+	retired       bool   // removed from its collection by a DDL
+	drained       []reorder.Item[Mutation]
+	cuts          []int
+	alloc         protoAlloc
+	stateInSink   bool // the emulator holds stream state for it
+	rowsSinceOpen atomic.Uint64
+}
+
+// collection is one target collection and the lineage the bridge knows.
+type collection struct {
+	name       string
+	schemaID   int64
+	logicalID  int64
+	source     SourceInfo
+	partitions []*partition // sorted by name
+	roles      RoleOverrides
+
+	active  bool
+	def     *apiv1.CollectionDefinition
+	version uint64
+	token   string
+	lastDDL uint64
+	pending map[string]*apiv1.PutCollectionSchemaRequest // sent, not yet acknowledged (N28)
+}
+
+// Bridge implements minicdc.Callback on top of a Sink (specs/normalization.md).
+// OnRowChanged may run concurrently for different tables; OnDDL and
+// OnCheckpoint are serialized internally.
+type Bridge struct {
+	cfg  Config
+	sink Sink
+
+	byID        map[int64]*partition
+	parts       []*partition // sorted by name
+	collections []*collection
+
+	ctl    sync.Mutex
+	opened bool
+	resume Resume
+}
+
+// New builds a bridge; Open must be called before any callback.
+func New(cfg Config, sink Sink) (*Bridge, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return nil, fmt.Errorf("normalize: nil Sink")
+	}
+	b := &Bridge{cfg: c, sink: sink, byID: map[int64]*partition{}}
+	byLogical := map[int64]*collection{}
+	for i, t := range c.Tables {
+		if t.PhysicalID <= 0 {
+			return nil, fmt.Errorf("normalize: Tables[%d].PhysicalID = %d, must be > 0", i, t.PhysicalID)
+		}
+		if t.Info == nil {
+			return nil, fmt.Errorf("normalize: Tables[%d] (table %d) has no Info", i, t.PhysicalID)
+		}
+		if _, dup := b.byID[t.PhysicalID]; dup {
+			return nil, fmt.Errorf("normalize: Tables[%d]: duplicate physical id %d", i, t.PhysicalID)
+		}
+		coll := byLogical[t.Info.ID]
+		if coll == nil {
+			name := c.CollectionName(t.Database, t.Info.Name.L)
+			coll = &collection{
+				name: name, schemaID: t.SchemaID, logicalID: t.Info.ID, roles: c.Roles[name],
+				source:  SourceInfo{KeyspaceID: c.KeyspaceID, Database: t.Database, Table: t.Info.Name.O, LogicalTableID: t.Info.ID},
+				pending: map[string]*apiv1.PutCollectionSchemaRequest{},
+			}
+			for _, other := range b.collections {
+				if other.name == name {
+					return nil, fmt.Errorf("normalize: tables %d and %d both map to collection %q", other.logicalID, t.Info.ID, name)
+				}
+			}
+			byLogical[t.Info.ID] = coll
+			b.collections = append(b.collections, coll)
+		}
+		pname := PartitionName(c.KeyspaceID, t.PhysicalID)
+		w, err := reorder.NewWaiter[Mutation](reorder.Config{
+			Partition: pname, MaxUnsealedRows: c.MaxUnsealedRows, MaxUnsealedBytes: c.MaxUnsealedBytes,
+		}, c.Timer, c.BackpressureWindow)
+		if err != nil {
+			return nil, err
+		}
+		p := &partition{tableID: t.PhysicalID, name: pname, coll: coll, buf: w}
+		b.byID[t.PhysicalID] = p
+		b.parts = append(b.parts, p)
+		coll.partitions = append(coll.partitions, p)
+	}
+	sort.Slice(b.parts, func(i, j int) bool { return b.parts[i].name < b.parts[j].name })
+	sort.Slice(b.collections, func(i, j int) bool { return b.collections[i].name < b.collections[j].name })
+	for _, coll := range b.collections {
+		sort.Slice(coll.partitions, func(i, j int) bool { return coll.partitions[i].name < coll.partitions[j].name })
+	}
+	return b, nil
+}
+
+// PartitionNames returns the configured source partitions, sorted.
+func (b *Bridge) PartitionNames() []string {
+	out := make([]string, len(b.parts))
+	for i, p := range b.parts {
+		out[i] = p.name
+	}
+	return out
+}
+
+// Resume returns the resume point computed by Open.
+func (b *Bridge) Resume() Resume {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	return b.resume
+}
+
+func (b *Bridge) tableInfoFor(coll *collection) *model.TableInfo {
+	for _, t := range b.cfg.Tables {
+		if t.Info != nil && t.Info.ID == coll.logicalID {
+			return t.Info
+		}
+	}
+	return nil
+}
+
+// Open reads the emulator's stored state, fixes this run's epoch (N4, N5),
+// and creates the collections that have no lineage yet (N30).
+func (b *Bridge) Open(ctx context.Context) (Resume, error) {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	if b.opened {
+		return b.resume, fmt.Errorf("normalize: Open called twice")
+	}
+	res, err := ResumePoint(ctx, b.sink, b.PartitionNames(), b.cfg.StartTs)
+	if err != nil {
+		return Resume{}, err
+	}
+	list, err := b.sink.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
+	if err != nil {
+		return Resume{}, fmt.Errorf("normalize: listing collections: %w", err)
+	}
+	status := map[string]*apiv1.CollectionStatus{}
+	for _, st := range list.GetCollections() {
+		if st.GetState() == apiv1.CollectionState_COLLECTION_STATE_DROPPED {
+			continue
+		}
+		status[st.GetDefinition().GetName()] = st
+	}
+	for _, p := range b.parts {
+		p.seq = seqCounter{epoch: res.Epoch, next: 1}
+		if st, ok := res.Stored[p.name]; ok {
+			p.stateInSink = true
+			p.advanced = st.GetResolvedTs()
+			p.skip = st.GetResolvedTs()
+		}
+	}
+	for _, coll := range b.collections {
+		s, err := buildShape(b.tableInfoFor(coll), coll.roles)
+		if err != nil {
+			return Resume{}, err
+		}
+		want := buildDefinition(coll.name, s, coll.source, coll.partitionNames(nil), !b.cfg.DisableMetadataAux)
+		if st, ok := status[coll.name]; ok {
+			mapped := map[string]bool{}
+			for _, pn := range st.GetDefinition().GetSourcePartitions() {
+				mapped[pn] = true
+			}
+			for _, p := range coll.partitions {
+				if !mapped[p.name] {
+					return Resume{}, fmt.Errorf("normalize: collection %q exists but does not map partition %s (mapped: %v)",
+						coll.name, p.name, st.GetDefinition().GetSourcePartitions())
+				}
+			}
+			coll.active = true
+			coll.def = st.GetDefinition()
+			coll.version = st.GetLineage().GetSchemaVersion()
+			coll.token = st.GetLineage().GetSchemaGenerationToken()
+			coll.lastDDL = st.GetLineage().GetLastDdlCommitTs()
+			continue
+		}
+		req := &apiv1.PutCollectionSchemaRequest{
+			Meta: &apiv1.RequestMeta{
+				IdempotencyKey: fmt.Sprintf("init/%s/%d", coll.name, b.cfg.StartTs),
+				ClientId:       b.cfg.ClientID,
+				ClientKind:     apiv1.ClientKind_CLIENT_KIND_TIDB_DDL_ADAPTER,
+			},
+			Scope:         &apiv1.SchemaScope{Collection: coll.name, DdlCommitTs: b.cfg.StartTs},
+			SchemaVersion: 1,
+			Fence: &apiv1.SchemaFence{
+				ExpectedPrevSchemaVersion: 0, SchemaGenerationToken: apiv1.InitialGenerationToken, EnforceMonotonicApply: true,
+			},
+			Definition:   want,
+			UpdatePolicy: apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION,
+		}
+		resp, err := b.sink.PutCollectionSchema(ctx, req)
+		if err != nil {
+			return Resume{}, fmt.Errorf("normalize: creating collection %q: %w", coll.name, err)
+		}
+		coll.applyLineage(req, resp)
+		for _, p := range coll.partitions {
+			p.stateInSink = false
+		}
+	}
+	// Persist the new epoch at once (N5).
+	for _, p := range b.parts {
+		if !p.stateInSink || p.advanced == 0 {
+			continue
+		}
+		if _, err := b.sink.AdvancePartition(ctx, &apiv1.PartitionProgress{
+			SourcePartition: p.name, SourceEpoch: res.Epoch, ResolvedTs: p.advanced,
+		}); err != nil {
+			return Resume{}, fmt.Errorf("normalize: persisting epoch %d for %s: %w", res.Epoch, p.name, err)
+		}
+	}
+	b.resume = res
+	b.opened = true
+	return res, nil
+}
+
+func (c *collection) partitionNames(except map[string]bool) []string {
+	var out []string
+	for _, p := range c.partitions {
+		if !p.retired && !except[p.name] {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+func (c *collection) applyLineage(req *apiv1.PutCollectionSchemaRequest, resp *apiv1.PutCollectionSchemaResponse) {
+	c.active = true
+	c.def = req.GetDefinition()
+	c.version = resp.GetLineage().GetSchemaVersion()
+	if c.version == 0 {
+		c.version = req.GetSchemaVersion()
+	}
+	c.token = resp.GetLineage().GetSchemaGenerationToken()
+	c.lastDDL = req.GetScope().GetDdlCommitTs()
+}
+
+// overflowError turns the reorder buffer's terminal error into the bridge's
+// (N13), matching both ErrReorderOverflow sentinels.
+func overflowError(err error) error {
+	var oe *reorder.OverflowError
+	if errors.As(err, &oe) {
+		return &OverflowError{Err: oe}
+	}
+	return err
+}
+
+// OverflowError is the bridge's terminal reorder overflow (N13).
+type OverflowError struct {
+	Err *reorder.OverflowError
+}
+
+func (e *OverflowError) Error() string { return "normalize: " + e.Err.Error() }
+
+// Unwrap exposes the reorder error and the sentinels.
+func (e *OverflowError) Unwrap() []error {
+	return append([]error{e.Err, ErrReorderOverflow}, runtimeOverflowSentinels...)
+}
+
+// runtimeOverflowSentinels are the runtime's sentinels the overflow error
+// must also match (M14); filled in by the minicdc adapter file.
+var runtimeOverflowSentinels []error
+
+// drainAndIngest seals p at ts (ddl or checkpoint), drains, sequences and
+// ingests the sealed rows (N6, N21). Caller holds b.ctl.
+func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, ddl bool) error {
+	var err error
+	if ddl {
+		p.drained, err = p.buf.SealDDL(ts, p.drained[:0])
+	} else {
+		p.drained, err = p.buf.SealCheckpoint(ts, p.drained[:0])
+	}
+	if err != nil {
+		return fmt.Errorf("normalize: %s: %w", p.name, err)
+	}
+	defer func() {
+		clear(p.drained) // release slab memory
+		p.drained = p.drained[:0]
+	}()
+	if len(p.drained) == 0 {
+		return nil
+	}
+	coll := p.coll
+	if !coll.active || p.retired {
+		return fmt.Errorf("normalize: %s: %d sealed rows (first commit_ts=%d) for collection %q that is dropped or no longer maps the partition",
+			p.name, len(p.drained), p.drained[0].CommitTs, coll.name)
+	}
+	var batches []*apiv1.MutationBatch
+	batches, p.cuts = buildBatches(p.name, coll.name, coll.token, &p.seq, p.drained, b.cfg.MaxBatchRows, p.cuts, &p.alloc)
+	for _, batch := range batches {
+		resp, err := b.sink.Ingest(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("normalize: ingest %s epoch %d seq %d..%d: %w", p.name, batch.GetSourceEpoch(),
+				batch.GetFirstSeq(), batch.GetFirstSeq()+uint64(len(batch.GetMutations()))-1, err)
+		}
+		last := batch.GetFirstSeq() + uint64(len(batch.GetMutations())) - 1
+		if resp.GetLastSeq() != last {
+			return fmt.Errorf("normalize: ingest %s: emulator acknowledged last seq %d, sent %d..%d (outcome %s)",
+				p.name, resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
+		}
+		p.stateInSink = true
+	}
+	return nil
+}
+
+// advance stores the partition's progress when it grew (N22, N23).
+func (b *Bridge) advance(ctx context.Context, p *partition, ts uint64) error {
+	if p.retired || !p.coll.active || ts <= p.advanced {
+		return nil
+	}
+	if _, err := b.sink.AdvancePartition(ctx, &apiv1.PartitionProgress{
+		SourcePartition: p.name, SourceEpoch: p.seq.epoch, ResolvedTs: ts,
+	}); err != nil {
+		return fmt.Errorf("normalize: advance %s to %d: %w", p.name, ts, err)
+	}
+	p.advanced = ts
+	p.stateInSink = true
+	return nil
+}
+
+// CheckpointRegressionError is N23's fatal regression.
+type CheckpointRegressionError struct {
+	Partition string
+	Old, New  uint64
+}
+
+func (e *CheckpointRegressionError) Error() string {
+	return fmt.Sprintf("normalize: checkpoint for %s regressed: old=%d new=%d", e.Partition, e.Old, e.New)
+}
+
+// Checkpoint is the checkpoint path (N22): per partition, ascending by
+// name, seal at its resolved ts, ingest, then advance progress.
+func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64) error {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	if !b.opened {
+		return fmt.Errorf("normalize: checkpoint before Open")
+	}
+	for id := range tableResolved {
+		if _, ok := b.byID[id]; !ok {
+			return fmt.Errorf("normalize: checkpoint names table %d, which is not configured", id)
+		}
+	}
+	for _, p := range b.parts {
+		ts, ok := tableResolved[p.tableID]
+		if !ok {
+			continue
+		}
+		if ts < p.lastCP {
+			return &CheckpointRegressionError{Partition: p.name, Old: p.lastCP, New: ts}
+		}
+		p.lastCP = ts
+		if err := b.drainAndIngest(ctx, p, ts, false); err != nil {
+			return err
+		}
+		if err := b.advance(ctx, p, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DDL is the DDL path (N25-N29).
+func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
+	if ev == nil {
+		return fmt.Errorf("normalize: DDL callback without an event")
+	}
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	if !b.opened {
+		return fmt.Errorf("normalize: DDL before Open")
+	}
+	T := ev.FinishedTs
+	for _, coll := range b.collections {
+		if !affects(ev, coll) {
+			continue
+		}
+		if coll.active && T <= coll.lastDDL {
+			continue // applied before a restart (N28)
+		}
+		// Flush every row at or below T, then record that progress (N26).
+		for _, p := range coll.partitions {
+			if err := b.drainAndIngest(ctx, p, T, true); err != nil {
+				return err
+			}
+			if err := b.advance(ctx, p, T); err != nil {
+				return err
+			}
+		}
+		key := fmt.Sprintf("ddl/%d/%d/%s", ev.JobID, T, coll.name)
+		req := coll.pending[key]
+		var dropped map[string]bool
+		if req == nil {
+			var skip bool
+			var err error
+			req, dropped, skip, err = b.schemaRequest(ev, coll, key)
+			if err != nil {
+				return err
+			}
+			if skip {
+				continue
+			}
+			coll.pending[key] = req
+		} else {
+			dropped = droppedPartitions(ev, coll)
+		}
+		resp, err := b.sink.PutCollectionSchema(ctx, req)
+		if err != nil {
+			return fmt.Errorf("normalize: DDL job %d (%s) at %d for collection %q: %w",
+				ev.JobID, model.ActionType(ev.Type), T, coll.name, err)
+		}
+		delete(coll.pending, key)
+		b.applyDDL(coll, req, resp, dropped)
+	}
+	return nil
+}
+
+// applyDDL updates the bridge's lineage after an acknowledged request.
+func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaRequest, resp *apiv1.PutCollectionSchemaResponse, dropped map[string]bool) {
+	switch req.GetUpdatePolicy() {
+	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP:
+		coll.active = false
+		coll.def = nil
+		coll.token = ""
+		coll.version = 0
+		coll.lastDDL = req.GetScope().GetDdlCommitTs()
+		for _, p := range coll.partitions {
+			// The emulator removed the partition's state (E30).
+			p.seq.next, p.advanced, p.stateInSink = 1, 0, false
+		}
+		return
+	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION:
+		for _, p := range coll.partitions {
+			p.retired = false
+			p.seq.next, p.advanced, p.stateInSink = 1, 0, false
+		}
+	}
+	for _, p := range coll.partitions {
+		if dropped[p.name] {
+			p.retired = true
+		}
+	}
+	if src := req.GetDefinition().GetSource(); src != nil {
+		coll.source.Database, coll.source.Table = src.GetDatabase(), src.GetTable()
+	}
+	coll.applyLineage(req, resp)
+}
+
+// affects is N25.
+func affects(ev *schemastore.DDLEvent, coll *collection) bool {
+	ids := map[int64]bool{coll.logicalID: true}
+	for _, p := range coll.partitions {
+		ids[p.tableID] = true
+	}
+	if ids[ev.TableID] {
+		return true
+	}
+	if ev.TableInfo != nil && ids[ev.TableInfo.ID] {
+		return true
+	}
+	for _, ti := range ev.MultipleTableInfos {
+		if ti != nil && ids[ti.ID] {
+			return true
+		}
+	}
+	for _, id := range ev.NeedDroppedTables {
+		if ids[id] {
+			return true
+		}
+	}
+	return model.ActionType(ev.Type) == model.ActionDropSchema && ev.SchemaID == coll.schemaID
+}
+
+// postInfo finds the post-DDL schema of coll in ev.
+func postInfo(ev *schemastore.DDLEvent, coll *collection) *model.TableInfo {
+	for _, ti := range ev.MultipleTableInfos {
+		if ti != nil && ti.ID == coll.logicalID {
+			return ti
+		}
+	}
+	if ev.TableInfo != nil {
+		if ev.TableInfo.ID == coll.logicalID || ev.TableID == coll.logicalID {
+			return ev.TableInfo
+		}
+		if model.ActionType(ev.Type) == model.ActionTruncateTable {
+			return ev.TableInfo // same columns under a new id
+		}
+	}
+	return nil
+}
+
+// droppedPartitions lists the collection's partitions the DDL removes.
+func droppedPartitions(ev *schemastore.DDLEvent, coll *collection) map[string]bool {
+	out := map[string]bool{}
+	if model.ActionType(ev.Type) == model.ActionTruncateTable {
+		return out // truncation keeps the stream identity (N27: REBUILD_FULL)
+	}
+	drop := map[int64]bool{}
+	for _, id := range ev.NeedDroppedTables {
+		drop[id] = true
+	}
+	ti := postInfo(ev, coll)
+	var live map[int64]bool
+	if ti != nil && ti.Partition != nil && model.ActionType(ev.Type) != model.ActionTruncateTablePartition {
+		live = map[int64]bool{}
+		for _, d := range ti.Partition.Definitions {
+			live[d.ID] = true
+		}
+	}
+	for _, p := range coll.partitions {
+		if p.retired {
+			continue
+		}
+		if drop[p.tableID] && model.ActionType(ev.Type) != model.ActionTruncateTablePartition {
+			out[p.name] = true
+		}
+		if live != nil && p.tableID != coll.logicalID && !live[p.tableID] {
+			out[p.name] = true
+		}
+	}
+	return out
+}
+
+// schemaRequest builds the complete request for one DDL and collection
+// (N26, N27). skip reports a DDL that needs no request (a drop of a
+// collection that has no lineage).
+func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key string) (req *apiv1.PutCollectionSchemaRequest, dropped map[string]bool, skip bool, err error) {
+	T := ev.FinishedTs
+	dropped = droppedPartitions(ev, coll)
+	live := coll.partitionNames(dropped)
+	dropAll := isDropAction(ev.Type) || len(live) == 0
+	meta := &apiv1.RequestMeta{IdempotencyKey: key, ClientId: b.cfg.ClientID, ClientKind: apiv1.ClientKind_CLIENT_KIND_TIDB_DDL_ADAPTER}
+	scope := &apiv1.SchemaScope{Collection: coll.name, DdlCommitTs: T}
+	if dropAll {
+		if !coll.active {
+			return nil, nil, true, nil
+		}
+		return &apiv1.PutCollectionSchemaRequest{
+			Meta: meta, Scope: scope, SchemaVersion: uint64(ev.SchemaVersion),
+			Fence:        &apiv1.SchemaFence{ExpectedPrevSchemaVersion: coll.version, SchemaGenerationToken: coll.token, EnforceMonotonicApply: true},
+			Definition:   coll.def,
+			UpdatePolicy: apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP,
+		}, dropped, false, nil
+	}
+	ti := postInfo(ev, coll)
+	if ti == nil {
+		return nil, nil, false, fmt.Errorf("normalize: DDL job %d (%s) at %d affects collection %q but carries no schema for table %d",
+			ev.JobID, model.ActionType(ev.Type), T, coll.name, coll.logicalID)
+	}
+	s, err := buildShape(ti, coll.roles)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("normalize: DDL job %d at %d: %w", ev.JobID, T, err)
+	}
+	src := coll.source
+	if ev.SchemaName != "" {
+		src.Database = ev.SchemaName
+	}
+	src.Table = ti.Name.O
+	def := buildDefinition(coll.name, s, src, live, !b.cfg.DisableMetadataAux)
+	var old *apiv1.CollectionDefinition
+	if coll.active {
+		old = coll.def
+	}
+	policy := Classify(ev.Type, false, old, def)
+	req = &apiv1.PutCollectionSchemaRequest{Meta: meta, Scope: scope, Definition: def, UpdatePolicy: policy}
+	if policy == apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION {
+		req.SchemaVersion = 1 // the zero-state tuple (E23, N27)
+		req.Fence = &apiv1.SchemaFence{ExpectedPrevSchemaVersion: 0, SchemaGenerationToken: apiv1.InitialGenerationToken, EnforceMonotonicApply: true}
+		return req, dropped, false, nil
+	}
+	if ev.SchemaVersion <= 0 {
+		return nil, nil, false, fmt.Errorf("normalize: DDL job %d at %d has schema version %d, want > 0", ev.JobID, T, ev.SchemaVersion)
+	}
+	req.SchemaVersion = uint64(ev.SchemaVersion)
+	req.Fence = &apiv1.SchemaFence{ExpectedPrevSchemaVersion: coll.version, SchemaGenerationToken: coll.token, EnforceMonotonicApply: true}
+	return req, dropped, false, nil
+}

@@ -1,0 +1,646 @@
+package normalize
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/reorder"
+	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+)
+
+func TestN1PartitionNaming(t *testing.T) {
+	require.Equal(t, "table:42", PartitionName(0, 42))
+	require.Equal(t, "keyspace:7/table:42", PartitionName(7, 42))
+}
+
+func TestN3CollectionName(t *testing.T) {
+	require.Equal(t, "shop.orders", DefaultCollectionName("Shop", "Orders"))
+	require.Equal(t, "shop.order_items_", DefaultCollectionName("shop", "order items$"))
+	long := make([]byte, 300)
+	for i := range long {
+		long[i] = 'a'
+	}
+	require.Len(t, DefaultCollectionName("d", string(long)), 128)
+}
+
+func oneTable(t *testing.T, cfg Config) (*harness, string) {
+	cfg.Tables = []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: intPKTable(42, "items")}}
+	h := newHarness(t, newFakeSink(), cfg)
+	return h, "table:42"
+}
+
+// TestN30BootstrapZeroState: the first generation uses the zero-state tuple.
+func TestN30BootstrapZeroState(t *testing.T) {
+	h, _ := oneTable(t, Config{KeyspaceID: 0})
+	require.Len(t, h.sink.puts, 1)
+	p := h.sink.puts[0]
+	require.Equal(t, "shop.items", p.GetScope().GetCollection())
+	require.Equal(t, uint64(100), p.GetScope().GetDdlCommitTs())
+	require.Equal(t, uint64(1), p.GetSchemaVersion())
+	require.Equal(t, uint64(0), p.GetFence().GetExpectedPrevSchemaVersion())
+	require.Equal(t, apiv1.InitialGenerationToken, p.GetFence().GetSchemaGenerationToken())
+	require.True(t, p.GetFence().GetEnforceMonotonicApply())
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION, p.GetUpdatePolicy())
+	require.Equal(t, apiv1.ClientKind_CLIENT_KIND_TIDB_DDL_ADAPTER, p.GetMeta().GetClientKind())
+	require.Equal(t, "adapter-1", p.GetMeta().GetClientId())
+	require.Equal(t, "init/shop.items/100", p.GetMeta().GetIdempotencyKey())
+	def := p.GetDefinition()
+	require.Equal(t, []string{"id"}, def.GetPrimaryKey())
+	require.Equal(t, []string{"table:42"}, def.GetSourcePartitions())
+	require.Equal(t, "shop", def.GetSource().GetDatabase())
+	require.Equal(t, int64(42), def.GetSource().GetLogicalTableId())
+	roles := map[string]apiv1.FieldRole{}
+	for _, f := range def.GetFields() {
+		roles[f.GetName()] = f.GetRole()
+	}
+	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY, roles["id"])
+	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_TEXT, roles["title"], "VARCHAR(255) is full text (N18)")
+	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_NUMERIC, roles["n"])
+}
+
+func TestN1KeyspacePartitionInDefinitionAndBatches(t *testing.T) {
+	sink := newFakeSink()
+	h := newHarness(t, sink, Config{KeyspaceID: 9, Tables: []Table{{PhysicalID: 42, Database: "d", Info: intPKTable(42, "t")}}})
+	h.upsert(42, 110, row(1, "a", 1))
+	h.checkpoint(map[int64]uint64{42: 120})
+	require.Equal(t, []string{"keyspace:9/table:42"}, sink.puts[0].GetDefinition().GetSourcePartitions())
+	require.Equal(t, "keyspace:9/table:42", sink.batches[0].GetSourcePartition())
+	require.Equal(t, uint32(9), sink.puts[0].GetDefinition().GetSource().GetKeyspaceId())
+}
+
+// TestN2PhysicalPartitions: two partitions of one logical table are two
+// source partitions of one collection, with single-partition batches (N21).
+func TestN2PhysicalPartitions(t *testing.T) {
+	logical := intPKTable(100, "events")
+	logical.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 101, Name: ci("p0")}, {ID: 102, Name: ci("p1")}}}
+	sink := newFakeSink()
+	h := newHarness(t, sink, Config{Tables: []Table{
+		{PhysicalID: 101, Database: "app", Info: logical},
+		{PhysicalID: 102, Database: "app", Info: logical},
+	}})
+	require.Len(t, sink.puts, 1)
+	require.Equal(t, []string{"table:101", "table:102"}, sink.puts[0].GetDefinition().GetSourcePartitions())
+	require.Equal(t, int64(100), sink.puts[0].GetDefinition().GetSource().GetLogicalTableId())
+	h.upsert(101, 110, row(1, "a", 1))
+	h.upsert(102, 111, row(2, "b", 2))
+	h.upsert(101, 112, row(3, "c", 3))
+	h.checkpoint(map[int64]uint64{101: 120, 102: 120})
+	require.Len(t, sink.batches, 2)
+	got := map[string][]string{}
+	for _, b := range sink.batches {
+		for _, m := range b.GetMutations() {
+			got[b.GetSourcePartition()] = append(got[b.GetSourcePartition()], m.GetPrimaryKey())
+		}
+		require.Equal(t, uint64(1), b.GetFirstSeq(), "each partition has its own seq")
+	}
+	require.Equal(t, map[string][]string{"table:101": {"1", "3"}, "table:102": {"2"}}, got)
+	require.Len(t, sink.liveDocs("app.events"), 3)
+}
+
+// TestN6SeqInCanonicalOrder: callbacks out of commit_ts order get seqs in
+// commit_ts order.
+func TestN6SeqInCanonicalOrder(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 130, row(3, "c", 0))
+	h.upsert(42, 110, row(1, "a", 0))
+	h.upsert(42, 120, row(2, "b", 0))
+	require.Empty(t, h.sink.batches, "nothing before a seal (N12)")
+	h.checkpoint(map[int64]uint64{42: 125})
+	h.checkpoint(map[int64]uint64{42: 140})
+	ms := h.sink.mutationsOf(part)
+	require.Len(t, ms, 3)
+	for i, m := range ms {
+		require.Equal(t, uint64(i+1), m.GetSeq())
+		require.Equal(t, uint64(110+10*i), m.GetCommitTs())
+	}
+	require.Equal(t, uint64(3), h.sink.batches[1].GetFirstSeq(), "second batch continues the seq")
+	// Progress moved only after the batches (N22).
+	require.Equal(t, []string{"put:shop.items", "ingest:table:42", "adv:table:42", "ingest:table:42", "adv:table:42"}, h.sink.calls)
+	require.Equal(t, uint64(140), h.sink.advs[1].GetResolvedTs())
+}
+
+// TestN8StableTieBreak: equal commit_ts keeps callback order.
+func TestN8StableTieBreak(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 111, row(9, "z", 0))
+	for _, id := range []int64{5, 3, 8, 1} {
+		h.upsert(42, 110, row(id, "x", 0))
+	}
+	h.checkpoint(map[int64]uint64{42: 111})
+	var keys []string
+	for _, m := range h.sink.mutationsOf(part) {
+		keys = append(keys, m.GetPrimaryKey())
+	}
+	require.Equal(t, []string{"5", "3", "8", "1", "9"}, keys)
+}
+
+func addColumnDDL(ti *model.TableInfo, jobID int64, ts uint64, schemaVersion int64, name string, tp byte) (*schemastore.DDLEvent, *model.TableInfo) {
+	next := *ti
+	next.Columns = append(append([]*model.ColumnInfo(nil), ti.Columns...), column(int64(len(ti.Columns)+1), len(ti.Columns), colDef{name: name, tp: tp}))
+	next.MaxColumnID++
+	next.UpdateTS = ts
+	return &schemastore.DDLEvent{JobID: jobID, Type: int(model.ActionAddColumn), SchemaName: "shop", TableName: ti.Name.O,
+		TableID: ti.ID, SchemaVersion: schemaVersion, FinishedTs: ts, TableInfo: &next}, &next
+}
+
+// TestN11DDLSealFlushesExactlyAtOrBelow: OnDDL(T) ingests rows <= T (old
+// generation) before the schema request; rows above T wait and then use the
+// new generation (N29).
+func TestN11DDLSealFlushesExactlyAtOrBelow(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	h.upsert(42, 120, row(2, "b", 0))
+	ev, next := addColumnDDL(h.ti[42], 7, 120, 50, "extra", mysql.TypeLong)
+	// A row above T decoded with the new schema arrives before the DDL.
+	h.ti[42] = next
+	r := row(3, "c", 0)
+	r[3] = value.NewIntDatum(77)
+	h.upsert(42, 121, r)
+	h.sink.calls = nil
+	h.ddl(ev)
+	require.Equal(t, []string{"ingest:table:42", "adv:table:42", "put:shop.items"}, h.sink.calls)
+	ms := h.sink.mutationsOf(part)
+	require.Len(t, ms, 2)
+	require.Equal(t, uint64(120), ms[1].GetCommitTs())
+	require.Equal(t, uint64(120), h.sink.advs[0].GetResolvedTs(), "progress advanced to T after the flush")
+	oldToken := h.sink.batches[0].GetSchemaGenerationToken()
+	put := h.sink.puts[1]
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE, put.GetUpdatePolicy())
+	require.Equal(t, "ddl/7/120/shop.items", put.GetMeta().GetIdempotencyKey())
+	require.Equal(t, uint64(120), put.GetScope().GetDdlCommitTs())
+	require.Equal(t, uint64(50), put.GetSchemaVersion())
+	require.Equal(t, uint64(1), put.GetFence().GetExpectedPrevSchemaVersion(), "fence from the pre-DDL lineage")
+	require.Equal(t, oldToken, put.GetFence().GetSchemaGenerationToken())
+	require.Len(t, put.GetDefinition().GetFields(), 4)
+
+	h.checkpoint(map[int64]uint64{42: 130})
+	ms = h.sink.mutationsOf(part)
+	require.Len(t, ms, 3)
+	last := h.sink.batches[len(h.sink.batches)-1]
+	require.NotEqual(t, oldToken, last.GetSchemaGenerationToken(), "new generation token after the DDL (N29)")
+	require.Equal(t, uint64(3), last.GetFirstSeq(), "DDL does not reset seq or epoch")
+	require.Equal(t, uint64(1), last.GetSourceEpoch())
+	require.Equal(t, int64(77), ms[2].GetFields()["extra"].GetInt64Value())
+}
+
+func TestN21BatchCutBySize(t *testing.T) {
+	h, _ := oneTable(t, Config{MaxBatchRows: 2})
+	for i := int64(1); i <= 5; i++ {
+		h.upsert(42, 100+uint64(i), row(i, "x", i))
+	}
+	h.checkpoint(map[int64]uint64{42: 200})
+	var sizes []int
+	var firsts []uint64
+	for _, b := range h.sink.batches {
+		sizes = append(sizes, len(b.GetMutations()))
+		firsts = append(firsts, b.GetFirstSeq())
+	}
+	require.Equal(t, []int{2, 2, 1}, sizes)
+	require.Equal(t, []uint64{1, 3, 5}, firsts)
+}
+
+func TestN21CutPointsAtGenerationChange(t *testing.T) {
+	gens := []string{"a", "a", "a", "b", "b", "c", "c", "c", "c"}
+	got := cutPoints(len(gens), 3, func(i int) string { return gens[i] }, nil)
+	require.Equal(t, []int{3, 5, 8, 9}, got)
+	require.Empty(t, cutPoints(0, 3, func(int) string { return "" }, nil))
+}
+
+// TestN27PolicyClassification is the classification table.
+func TestN27PolicyClassification(t *testing.T) {
+	f := func(name string, tp apiv1.FieldType, role apiv1.FieldRole) *apiv1.Field {
+		return &apiv1.Field{Name: name, Type: tp, Role: role}
+	}
+	base := func() *apiv1.CollectionDefinition {
+		return &apiv1.CollectionDefinition{
+			Name: "c", PrimaryKey: []string{"id"}, SourcePartitions: []string{"table:1", "table:2"},
+			Fields: []*apiv1.Field{
+				f("id", apiv1.FieldType_FIELD_TYPE_INT, apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY),
+				f("title", apiv1.FieldType_FIELD_TYPE_STRING, apiv1.FieldRole_FIELD_ROLE_TEXT),
+			},
+		}
+	}
+	const (
+		add  = apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE
+		inpl = apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE
+		full = apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL
+		drop = apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP
+		ini  = apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION
+	)
+	cases := []struct {
+		name   string
+		action model.ActionType
+		mutate func(d *apiv1.CollectionDefinition)
+		first  bool
+		want   apiv1.SchemaUpdatePolicy
+	}{
+		{"first generation", model.ActionCreateTable, nil, true, ini},
+		{"no visible change (add index)", model.ActionAddIndex, func(d *apiv1.CollectionDefinition) {}, false, add},
+		{"add column", model.ActionAddColumn, func(d *apiv1.CollectionDefinition) {
+			d.Fields = append(d.Fields, f("n", apiv1.FieldType_FIELD_TYPE_INT, apiv1.FieldRole_FIELD_ROLE_NUMERIC))
+		}, false, add},
+		{"rename table (source metadata)", model.ActionRenameTable, func(d *apiv1.CollectionDefinition) {
+			d.Source = &apiv1.SourceTable{Table: "new"}
+		}, false, add},
+		{"partition added", model.ActionAddTablePartition, func(d *apiv1.CollectionDefinition) {
+			d.SourcePartitions = append(d.SourcePartitions, "table:3")
+		}, false, add},
+		{"drop column", model.ActionDropColumn, func(d *apiv1.CollectionDefinition) { d.Fields = d.Fields[:1] }, false, inpl},
+		{"modify column type", model.ActionModifyColumn, func(d *apiv1.CollectionDefinition) {
+			d.Fields[1].Type = apiv1.FieldType_FIELD_TYPE_BYTES
+		}, false, inpl},
+		{"role change", model.ActionModifyColumn, func(d *apiv1.CollectionDefinition) {
+			d.Fields[1].Role = apiv1.FieldRole_FIELD_ROLE_KEYWORD
+		}, false, inpl},
+		{"partition removed", model.ActionDropTablePartition, func(d *apiv1.CollectionDefinition) {
+			d.SourcePartitions = d.SourcePartitions[:1]
+		}, false, inpl},
+		{"primary key changed", model.ActionAddPrimaryKey, func(d *apiv1.CollectionDefinition) {
+			d.PrimaryKey = []string{"title"}
+		}, false, full},
+		{"key type changed", model.ActionModifyColumn, func(d *apiv1.CollectionDefinition) {
+			d.Fields[0].Type = apiv1.FieldType_FIELD_TYPE_UINT
+		}, false, full},
+		{"truncate table", model.ActionTruncateTable, func(d *apiv1.CollectionDefinition) {}, false, full},
+		{"truncate partition", model.ActionTruncateTablePartition, func(d *apiv1.CollectionDefinition) {}, false, full},
+		{"drop table", model.ActionDropTable, nil, false, drop},
+		{"drop database", model.ActionDropSchema, nil, false, drop},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var old *apiv1.CollectionDefinition
+			if !c.first {
+				old = base()
+			}
+			next := base()
+			if c.mutate != nil {
+				c.mutate(next)
+			}
+			require.Equal(t, c.want, Classify(int(c.action), false, old, next))
+		})
+	}
+	require.Equal(t, drop, Classify(int(model.ActionDropTablePartition), true, base(), base()), "every partition dropped")
+}
+
+// TestN28ReplayedDDLIsIdentical: a DDL re-delivered after a failed send
+// produces the byte-identical request with the same idempotency key.
+func TestN28ReplayedDDLIsIdentical(t *testing.T) {
+	h, _ := oneTable(t, Config{})
+	ev, _ := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
+	h.sink.failPut = 1
+	require.Error(t, h.b.DDL(h.ctx, ev))
+	h.ddl(ev)
+	require.Len(t, h.sink.puts, 3)
+	require.True(t, proto.Equal(h.sink.puts[1], h.sink.puts[2]), "replayed request must be identical")
+	// Building it again from scratch from the same pre-DDL lineage is
+	// identical too (a pure function of the event and lineage).
+	coll := h.b.collections[0]
+	coll.version, coll.token = h.sink.puts[1].GetFence().GetExpectedPrevSchemaVersion(), h.sink.puts[1].GetFence().GetSchemaGenerationToken()
+	coll.def = h.sink.puts[0].GetDefinition()
+	again, _, _, err := h.b.schemaRequest(ev, coll, "ddl/9/150/shop.items")
+	require.NoError(t, err)
+	require.True(t, proto.Equal(h.sink.puts[1], again))
+}
+
+// TestN28AlreadyAppliedDDLAfterRestart: a restarted bridge does not resend
+// a DDL at or below the collection's last ddl_commit_ts.
+func TestN28AlreadyAppliedDDLAfterRestart(t *testing.T) {
+	sink := newFakeSink()
+	tables := []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}
+	h := newHarness(t, sink, Config{Tables: tables})
+	ev, next := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
+	h.ddl(ev)
+	nPuts := len(sink.puts)
+	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: next}}, StartTs: 150})
+	h2.ddl(ev)
+	require.Len(t, sink.puts, nPuts, "no request for an applied DDL")
+}
+
+// TestN27DropAndRecreateUsesZeroState: after DROP, a DDL that brings the
+// table back is INITIAL_CREATION with the zero-state tuple, and the
+// partition restarts at seq 1.
+func TestN27DropAndRecreateUsesZeroState(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	h.checkpoint(map[int64]uint64{42: 115})
+	h.ddl(&schemastore.DDLEvent{JobID: 20, Type: int(model.ActionDropTable), TableID: 42, SchemaName: "shop", SchemaVersion: 70, FinishedTs: 120})
+	drop := h.sink.puts[len(h.sink.puts)-1]
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP, drop.GetUpdatePolicy())
+	require.Equal(t, uint64(70), drop.GetSchemaVersion())
+	require.Equal(t, uint64(1), drop.GetFence().GetExpectedPrevSchemaVersion())
+	h.checkpoint(map[int64]uint64{42: 125}) // nothing to advance for a dropped collection
+	h.ddl(&schemastore.DDLEvent{JobID: 21, Type: int(model.ActionRecoverTable), TableID: 42, SchemaName: "shop", SchemaVersion: 71, FinishedTs: 130, TableInfo: h.ti[42]})
+	rec := h.sink.puts[len(h.sink.puts)-1]
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION, rec.GetUpdatePolicy())
+	require.Equal(t, uint64(1), rec.GetSchemaVersion())
+	require.Equal(t, apiv1.InitialGenerationToken, rec.GetFence().GetSchemaGenerationToken())
+	require.Equal(t, uint64(0), rec.GetFence().GetExpectedPrevSchemaVersion())
+	h.upsert(42, 140, row(2, "b", 0))
+	h.checkpoint(map[int64]uint64{42: 150})
+	ms := h.sink.mutationsOf(part)
+	require.Equal(t, uint64(1), ms[len(ms)-1].GetSeq())
+	require.Len(t, h.sink.liveDocs("shop.items"), 1)
+}
+
+// TestN27TruncateIsRebuildFull keeps the partition and its stream state.
+func TestN27TruncateIsRebuildFull(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	h.checkpoint(map[int64]uint64{42: 115})
+	newInfo := *h.ti[42]
+	newInfo.ID = 43
+	h.ddl(&schemastore.DDLEvent{JobID: 30, Type: int(model.ActionTruncateTable), TableID: 42, SchemaName: "shop", SchemaVersion: 80,
+		FinishedTs: 120, TableInfo: &newInfo, NeedDroppedTables: []int64{42}, NeedAddedTables: []schemastore.AddedTable{{TableID: 43}}})
+	put := h.sink.puts[len(h.sink.puts)-1]
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL, put.GetUpdatePolicy())
+	require.Equal(t, []string{part}, put.GetDefinition().GetSourcePartitions())
+	require.Empty(t, h.sink.liveDocs("shop.items"))
+}
+
+// TestN12NoEarlyEmissionUnderPressureAndN13Overflow: a full buffer blocks
+// the row path, emits nothing, and fails after the window.
+func TestN12NoEarlyEmissionUnderPressureAndN13Overflow(t *testing.T) {
+	tm := &chanTimer{fire: make(chan time.Time, 1), armed: make(chan time.Duration, 4)}
+	h, _ := oneTable(t, Config{MaxUnsealedRows: 3, BackpressureWindow: 2 * time.Second, Timer: tm})
+	for i := int64(1); i <= 3; i++ {
+		h.upsert(42, 110+uint64(i), row(i, "x", 0))
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeInsert, Post: row(4, "x", 0), TableInfo: h.ti[42]})
+	}()
+	require.Equal(t, 2*time.Second, <-tm.armed)
+	require.Empty(t, h.sink.batches, "no unsealed row emitted under pressure")
+	tm.fire <- time.Time{}
+	err := <-done
+	require.True(t, errors.Is(err, ErrReorderOverflow), "got %v", err)
+	var oe *reorder.OverflowError
+	require.ErrorAs(t, err, &oe)
+	require.Equal(t, "table:42", oe.Partition)
+	require.Equal(t, reorder.BoundRows, oe.Bound)
+	require.Empty(t, h.sink.batches)
+	// Nothing dropped: a later seal releases the three buffered rows.
+	h.checkpoint(map[int64]uint64{42: 200})
+	require.Len(t, h.sink.mutationsOf("table:42"), 3)
+}
+
+func TestN13SealDuringBackpressureAdmitsRow(t *testing.T) {
+	tm := &chanTimer{fire: make(chan time.Time, 1), armed: make(chan time.Duration, 4)}
+	h, _ := oneTable(t, Config{MaxUnsealedRows: 1, BackpressureWindow: time.Second, Timer: tm})
+	h.upsert(42, 110, row(1, "x", 0))
+	done := make(chan error, 1)
+	go func() {
+		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeInsert, Post: row(2, "x", 0), TableInfo: h.ti[42]})
+	}()
+	<-tm.armed
+	h.checkpoint(map[int64]uint64{42: 115})
+	require.NoError(t, <-done)
+	h.checkpoint(map[int64]uint64{42: 130})
+	require.Len(t, h.sink.mutationsOf("table:42"), 2)
+}
+
+type chanTimer struct {
+	fire  chan time.Time
+	armed chan time.Duration
+}
+
+func (c *chanTimer) After(d time.Duration) <-chan time.Time {
+	c.armed <- d
+	return c.fire
+}
+
+// TestN4EpochBumpAndN31Resume: a restart resumes from stored progress with
+// epoch+1, persists the epoch (N5), skips acknowledged rows (N20) and
+// restarts seqs at 1.
+func TestN4EpochBumpAndN31Resume(t *testing.T) {
+	sink := newFakeSink()
+	tables := []Table{
+		{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")},
+		{PhysicalID: 43, Database: "shop", Info: intPKTable(43, "users")},
+	}
+	h := newHarness(t, sink, Config{Tables: tables})
+	require.Equal(t, uint64(1), h.b.Resume().Epoch, "first start is epoch 1")
+	h.upsert(42, 110, row(1, "a", 0))
+	h.upsert(43, 111, row(1, "u", 0))
+	h.checkpoint(map[int64]uint64{42: 150, 43: 130})
+	require.Equal(t, uint64(1), sink.batches[0].GetSourceEpoch())
+
+	res, err := ResumePoint(context.Background(), sink, []string{"table:42", "table:43"}, 100)
+	require.NoError(t, err)
+	require.Equal(t, uint64(130), res.StartTs, "min stored resolved ts")
+	require.Equal(t, uint64(2), res.Epoch)
+
+	h2 := newHarness(t, sink, Config{Tables: tables, StartTs: res.StartTs})
+	require.Equal(t, uint64(2), h2.b.Resume().Epoch)
+	for _, p := range []string{"table:42", "table:43"} {
+		require.Equal(t, uint64(2), sink.parts[p].GetSourceEpoch(), "epoch persisted at open (N5)")
+	}
+	require.Len(t, sink.puts, 2, "existing collections are not recreated")
+	// Redelivered rows at or below the stored resolved ts are skipped.
+	h2.upsert(42, 140, row(1, "a-old", 0)) // <= 150 stored for table:42
+	h2.upsert(43, 140, row(2, "v", 0))     // > 130 stored for table:43
+	h2.checkpoint(map[int64]uint64{42: 140, 43: 140})
+	last := sink.batches[len(sink.batches)-1]
+	require.Equal(t, "table:43", last.GetSourcePartition())
+	require.Equal(t, uint64(2), last.GetSourceEpoch())
+	require.Equal(t, uint64(1), last.GetFirstSeq(), "seq restarts at 1 in the new epoch")
+	require.Len(t, sink.mutationsOf("table:42"), 1, "acknowledged row not re-sent")
+	// A checkpoint below the stored value sends no progress (N23).
+	for _, a := range sink.advs {
+		if a.GetSourcePartition() == "table:42" && a.GetSourceEpoch() == 2 {
+			require.Equal(t, uint64(150), a.GetResolvedTs())
+		}
+	}
+	// A third start takes epoch 3 even though no data was sent in epoch 2 for table:42.
+	res, err = ResumePoint(context.Background(), sink, []string{"table:42", "table:43"}, 100)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), res.Epoch)
+	require.Equal(t, uint64(140), res.StartTs)
+}
+
+func TestN23CheckpointRegressionIsFatal(t *testing.T) {
+	h, _ := oneTable(t, Config{})
+	h.checkpoint(map[int64]uint64{42: 150})
+	err := h.b.Checkpoint(h.ctx, map[int64]uint64{42: 149})
+	var re *CheckpointRegressionError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, uint64(150), re.Old)
+	require.Error(t, h.b.Checkpoint(h.ctx, map[int64]uint64{99: 1}), "unknown table")
+}
+
+func TestN14LateRowIsFatal(t *testing.T) {
+	h, _ := oneTable(t, Config{})
+	h.checkpoint(map[int64]uint64{42: 150})
+	err := h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 150, RowType: mounter.RowTypeInsert, Post: row(1, "a", 0), TableInfo: h.ti[42]})
+	var le *reorder.LateRowError
+	require.ErrorAs(t, err, &le)
+}
+
+// TestN15UpdateWithKeyChange: delete old key, then upsert new key.
+func TestN15UpdateWithKeyChange(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeUpdate,
+		Pre: row(1, "a", 0), Post: row(2, "a", 0), TableInfo: h.ti[42]}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 130, RowType: mounter.RowTypeUpdate,
+		Pre: row(2, "a", 0), Post: row(2, "b", 5), TableInfo: h.ti[42]}))
+	h.checkpoint(map[int64]uint64{42: 140})
+	var got []string
+	for _, m := range h.sink.mutationsOf(part) {
+		got = append(got, m.GetKind().String()+":"+m.GetPrimaryKey())
+	}
+	require.Equal(t, []string{"MUTATION_KIND_UPSERT:1", "MUTATION_KIND_DELETE:1", "MUTATION_KIND_UPSERT:2", "MUTATION_KIND_UPSERT:2"}, got)
+	docs := h.sink.liveDocs("shop.items")
+	require.Len(t, docs, 1)
+	require.Equal(t, "b", docs["2"].GetFields()["title"].GetStringValue())
+}
+
+// TestN15RowsOutliveBorrowedBuffers: the bridge copies the bytes; mutating
+// the source buffer after the callback changes nothing.
+func TestN15RowsOutliveBorrowedBuffers(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	buf := []byte("hello")
+	r := fakeRow{0: value.NewIntDatum(1), 1: value.NewStringDatumBytes(buf), 2: value.NewNullDatum()}
+	h.upsert(42, 110, r)
+	copy(buf, "XXXXX")
+	h.checkpoint(map[int64]uint64{42: 120})
+	m := h.sink.mutationsOf(part)[0]
+	require.Equal(t, "hello", m.GetFields()["title"].GetStringValue())
+	require.True(t, m.GetFields()["n"].GetNullValue())
+}
+
+func TestN16RowIDTableAndDeleteWithoutOldImage(t *testing.T) {
+	ti := &model.TableInfo{ID: 50, Name: ci("logs"), State: model.StatePublic}
+	ti.Columns = []*model.ColumnInfo{column(1, 0, colDef{name: "msg", tp: mysql.TypeBlob, flen: 65535})}
+	sink := newFakeSink()
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 50, Database: "d", Info: ti}}})
+	def := sink.puts[0].GetDefinition()
+	require.Equal(t, []string{RowIDField}, def.GetPrimaryKey())
+	key := recordKey(50, 77)
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 110, RowType: mounter.RowTypeInsert,
+		Post: fakeRow{0: value.NewStringDatum("boot")}, RowKey: key, TableInfo: ti}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 111, RowType: mounter.RowTypeDelete, RowKey: key, TableInfo: ti}))
+	h.checkpoint(map[int64]uint64{50: 120})
+	ms := sink.mutationsOf("table:50")
+	require.Equal(t, "77", ms[0].GetPrimaryKey())
+	require.Equal(t, int64(77), ms[0].GetFields()[RowIDField].GetInt64Value())
+	require.Equal(t, apiv1.MutationKind_MUTATION_KIND_DELETE, ms[1].GetKind())
+	require.Equal(t, "77", ms[1].GetPrimaryKey())
+	// Keyspace-prefixed key, negative handle.
+	h2, err := rowIDFromKey(append([]byte{'x', 0, 0, 1}, recordKey(50, -5)...))
+	require.NoError(t, err)
+	require.Equal(t, int64(-5), h2)
+	_, err = rowIDFromKey([]byte("short"))
+	require.Error(t, err)
+}
+
+func recordKey(table, handle int64) []byte {
+	k := []byte{'t'}
+	k = appendCmpInt(k, table)
+	k = append(k, '_', 'r')
+	return appendCmpInt(k, handle)
+}
+
+func appendCmpInt(b []byte, v int64) []byte {
+	u := uint64(v) ^ (1 << 63)
+	return append(b, byte(u>>56), byte(u>>48), byte(u>>40), byte(u>>32), byte(u>>24), byte(u>>16), byte(u>>8), byte(u))
+}
+
+// TestN19CompositeKeyMatchesContract compares the bridge's key with the
+// contract helper on awkward values.
+func TestN19CompositeKeyMatchesContract(t *testing.T) {
+	ti := &model.TableInfo{ID: 60, Name: ci("kv"), IsCommonHandle: true, State: model.StatePublic}
+	ti.Columns = []*model.ColumnInfo{
+		column(1, 0, colDef{name: "a", tp: mysql.TypeVarchar, flen: 20, flag: mysql.PriKeyFlag}),
+		column(2, 1, colDef{name: "b", tp: mysql.TypeVarchar, flen: 20, charset: "binary", flag: mysql.PriKeyFlag}),
+		column(3, 2, colDef{name: "c", tp: mysql.TypeDouble, flag: mysql.PriKeyFlag}),
+		column(4, 3, colDef{name: "v", tp: mysql.TypeLong}),
+	}
+	ti.Indices = []*model.IndexInfo{{ID: 1, Name: ci("PRIMARY"), Primary: true, Unique: true, State: model.StatePublic,
+		Columns: []*model.IndexColumn{{Name: ci("a"), Offset: 0}, {Name: ci("c"), Offset: 2}, {Name: ci("b"), Offset: 1}}}}
+	sink := newFakeSink()
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 60, Database: "d", Info: ti}}})
+	def := sink.puts[0].GetDefinition()
+	require.Equal(t, []string{"a", "c", "b"}, def.GetPrimaryKey())
+	r := fakeRow{0: value.NewStringDatum(`x,y\z`), 1: value.NewBytesDatum([]byte{0xde, 0xad}), 2: value.NewFloat64Datum(0.5), 3: value.NewIntDatum(1)}
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 60, CommitTs: 110, RowType: mounter.RowTypeInsert, Post: r, TableInfo: ti}))
+	h.checkpoint(map[int64]uint64{60: 120})
+	m := sink.mutationsOf("table:60")[0]
+	want, err := apiv1.EncodePrimaryKey(def, m.GetFields())
+	require.NoError(t, err)
+	require.Equal(t, want, m.GetPrimaryKey())
+	require.Equal(t, `x\,y\\z,0.5,dead`, m.GetPrimaryKey())
+}
+
+// TestRandomizedAgainstReference: random rows over two tables arrive out of
+// order inside resolved intervals, with random checkpoints; afterwards per
+// partition seqs are 1..n in (commit_ts, arrival) order (N6, N8) and the
+// sink's documents equal a reference replay of that order.
+func TestRandomizedAgainstReference(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	sink := newFakeSink()
+	tables := []Table{
+		{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")},
+		{PhysicalID: 43, Database: "shop", Info: intPKTable(43, "users")},
+	}
+	h := newHarness(t, sink, Config{Tables: tables, MaxBatchRows: 1 + rng.Intn(8)})
+	type change struct {
+		ts  uint64
+		id  int64
+		del bool
+		n   int64
+	}
+	changes := map[int64][]change{}
+	resolved := uint64(100)
+	for round := 0; round < 60; round++ {
+		next := resolved + 1 + uint64(rng.Intn(20))
+		for i := 0; i < rng.Intn(12); i++ {
+			tb := tables[rng.Intn(2)].PhysicalID
+			c := change{ts: resolved + 1 + uint64(rng.Int63n(int64(next-resolved))), id: int64(rng.Intn(6)), del: rng.Intn(4) == 0, n: rng.Int63n(1000)}
+			if c.del {
+				h.del(tb, c.ts, row(c.id, "x", c.n))
+			} else {
+				h.upsert(tb, c.ts, row(c.id, "x", c.n))
+			}
+			changes[tb] = append(changes[tb], c)
+		}
+		resolved = next
+		h.checkpoint(map[int64]uint64{42: resolved, 43: resolved})
+	}
+	for _, tb := range []int64{42, 43} {
+		ms := sink.mutationsOf(PartitionName(0, tb))
+		require.Len(t, ms, len(changes[tb]), "seed %d: every row delivered once", seed)
+		exp := append([]change(nil), changes[tb]...)
+		sort.SliceStable(exp, func(i, j int) bool { return exp[i].ts < exp[j].ts })
+		live := map[string]int64{}
+		for i, m := range ms {
+			require.Equal(t, uint64(i+1), m.GetSeq(), "seed %d", seed)
+			require.Equal(t, exp[i].ts, m.GetCommitTs(), "seed %d: canonical order", seed)
+			k := value.NewIntDatum(exp[i].id).String()
+			require.Equal(t, k, m.GetPrimaryKey(), "seed %d: stable tie-break", seed)
+			if exp[i].del {
+				delete(live, k)
+			} else {
+				live[k] = exp[i].n
+			}
+		}
+		docs := sink.liveDocs(map[int64]string{42: "shop.items", 43: "shop.users"}[tb])
+		require.Len(t, docs, len(live), "seed %d", seed)
+		for k, n := range live {
+			require.Equal(t, n, docs[k].GetFields()["n"].GetInt64Value(), "seed %d key %s", seed, k)
+		}
+	}
+}

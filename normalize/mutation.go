@@ -1,0 +1,366 @@
+package normalize
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+)
+
+// ColumnSource reads the columns of one borrowed row image. Values it
+// returns may borrow the row's bytes; the bridge copies them before the
+// callback returns (N15).
+type ColumnSource interface {
+	// Column returns the value of the column at offset in
+	// TableInfo.Columns (col is that column).
+	Column(offset int, col *model.ColumnInfo) (value.Datum, error)
+}
+
+// valKind is the owned form of a contract Value kind (E42).
+type valKind uint8
+
+const (
+	vNull valKind = iota
+	vInt
+	vUint
+	vFloat
+	vString
+	vBytes
+	vJSON
+	vVector // little-endian float32s in data
+)
+
+// ownedVal is one field value: fixed payloads in num, variable payloads as
+// a range of the owning mutation's data.
+type ownedVal struct {
+	num  uint64
+	off  uint32
+	n    uint32
+	kind valKind
+}
+
+// Mutation is an owned row change: everything it references was copied out
+// of the callback's borrowed views into slab memory of its partition.
+type Mutation struct {
+	CommitTs uint64
+	Kind     apiv1.MutationKind
+	shape    *shape
+	vals     []ownedVal // one per shape field for upserts; nil for deletes
+	// data holds the variable-size value bytes followed by the canonical
+	// primary key (E14) from pkOff on, in slab memory.
+	data  []byte
+	pkOff uint32
+}
+
+// PrimaryKey returns the canonical key string (a copy).
+func (m *Mutation) PrimaryKey() string { return string(m.pk()) }
+
+func (m *Mutation) pk() []byte { return m.data[m.pkOff:] }
+
+// size is what the mutation costs against MaxUnsealedBytes (N9).
+func (m *Mutation) size() int64 {
+	return int64(len(m.data)) + int64(len(m.vals))*int64(unsafe.Sizeof(ownedVal{})) + 64
+}
+
+// slab hands out owned memory in large chunks so that copying a row costs
+// no allocation in steady state. Chunks are never reused while referenced:
+// a full chunk is simply replaced and dropped by the GC once its rows are
+// ingested.
+type slab struct {
+	vals []ownedVal
+	data []byte
+}
+
+const (
+	slabVals  = 4096
+	slabBytes = 256 << 10
+)
+
+func (s *slab) takeVals(n int) []ownedVal {
+	if cap(s.vals)-len(s.vals) < n {
+		s.vals = make([]ownedVal, 0, max(slabVals, n))
+	}
+	start := len(s.vals)
+	s.vals = s.vals[:start+n]
+	return s.vals[start : start+n : start+n]
+}
+
+func (s *slab) copyBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if cap(s.data)-len(s.data) < len(b) {
+		if len(b) > slabBytes/4 {
+			return append([]byte(nil), b...) // large value: own allocation
+		}
+		s.data = make([]byte, 0, slabBytes)
+	}
+	start := len(s.data)
+	s.data = append(s.data, b...)
+	return s.data[start:len(s.data):len(s.data)]
+}
+
+// rowCopier lowers borrowed rows into owned mutations for one partition.
+// It is used only by that partition's delivery goroutine (M13).
+type rowCopier struct {
+	slab    slab
+	scratch []byte     // value bytes of the row being copied
+	keyBuf  []byte     // primary key being built
+	oldKey  []byte     // key of an update's old image
+	comp    []byte     // one key component
+	tmpVals []ownedVal // values of the row being copied
+}
+
+// RowError names the table, column and problem of a row that cannot be
+// lowered.
+type RowError struct {
+	TableID  int64
+	CommitTs uint64
+	Column   string
+	Err      error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("normalize: table %d row at commit_ts=%d column %q: %v", e.TableID, e.CommitTs, e.Column, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// copyImage reads the shape's fields (only the key fields when keyOnly)
+// from src into c.tmpVals/c.scratch.
+func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, rowKey []byte, tableID int64, commitTs uint64, keyOnly bool) error {
+	c.scratch = c.scratch[:0]
+	if cap(c.tmpVals) < len(s.fields) {
+		c.tmpVals = make([]ownedVal, len(s.fields))
+	}
+	c.tmpVals = c.tmpVals[:len(s.fields)]
+	n := len(s.fields)
+	if keyOnly {
+		n = len(s.pk)
+	}
+	for j := 0; j < n; j++ {
+		i := j
+		if keyOnly {
+			i = s.pk[j]
+		}
+		f := &s.fields[i]
+		var v ownedVal
+		if f.offset < 0 {
+			h, err := rowIDFromKey(rowKey)
+			if err != nil {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+			}
+			v = ownedVal{kind: vInt, num: uint64(h)}
+		} else {
+			if f.offset >= len(ti.Columns) {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name,
+					Err: fmt.Errorf("column offset %d outside the row's schema (%d columns)", f.offset, len(ti.Columns))}
+			}
+			d, err := src.Column(f.offset, ti.Columns[f.offset])
+			if err != nil {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+			}
+			v, err = c.lower(f, &d)
+			if err != nil {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+			}
+		}
+		c.tmpVals[i] = v
+	}
+	return nil
+}
+
+// lower converts one datum to the owned value of field f (N17, E42),
+// appending variable bytes to c.scratch.
+func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
+	k := d.Kind()
+	if k == value.KindNull {
+		return ownedVal{kind: vNull}, nil
+	}
+	bad := func() (ownedVal, error) {
+		return ownedVal{}, fmt.Errorf("datum of kind %s does not fit field type %s", k, f.ftype)
+	}
+	switch f.ftype {
+	case apiv1.FieldType_FIELD_TYPE_INT:
+		switch k {
+		case value.KindInt64, value.KindYear:
+			return ownedVal{kind: vInt, num: uint64(d.GetInt64())}, nil
+		case value.KindUint64:
+			if d.GetUint64() > math.MaxInt64 {
+				return ownedVal{}, fmt.Errorf("unsigned value %d overflows INT", d.GetUint64())
+			}
+			return ownedVal{kind: vInt, num: d.GetUint64()}, nil
+		}
+		return bad()
+	case apiv1.FieldType_FIELD_TYPE_UINT, apiv1.FieldType_FIELD_TYPE_BIT:
+		switch k {
+		case value.KindUint64, value.KindBit:
+			return ownedVal{kind: vUint, num: d.GetUint64()}, nil
+		case value.KindInt64:
+			if d.GetInt64() < 0 {
+				return ownedVal{}, fmt.Errorf("negative value %d for unsigned field", d.GetInt64())
+			}
+			return ownedVal{kind: vUint, num: d.GetUint64()}, nil
+		}
+		return bad()
+	case apiv1.FieldType_FIELD_TYPE_FLOAT:
+		switch k {
+		case value.KindFloat64:
+			return ownedVal{kind: vFloat, num: math.Float64bits(d.GetFloat64())}, nil
+		case value.KindFloat32:
+			// The float32's shortest decimal, as TiDB shows it, not its
+			// widened binary value (0.1, not 0.10000000149011612).
+			var buf [32]byte
+			b := strconv.AppendFloat(buf[:0], float64(d.GetFloat32()), 'g', -1, 32)
+			x, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
+			if err != nil {
+				return ownedVal{}, err
+			}
+			return ownedVal{kind: vFloat, num: math.Float64bits(x)}, nil
+		}
+		return bad()
+	case apiv1.FieldType_FIELD_TYPE_BYTES:
+		if k != value.KindBytes && k != value.KindString {
+			return bad()
+		}
+		return c.appendRaw(vBytes, d.GetBytes()), nil
+	case apiv1.FieldType_FIELD_TYPE_STRING, apiv1.FieldType_FIELD_TYPE_ENUM, apiv1.FieldType_FIELD_TYPE_SET:
+		if k == value.KindString || k == value.KindBytes {
+			return c.appendRaw(vString, d.GetBytes()), nil
+		}
+		return c.appendText(vString, d)
+	case apiv1.FieldType_FIELD_TYPE_DECIMAL:
+		if k != value.KindDecimal {
+			return bad()
+		}
+		return c.appendText(vString, d)
+	case apiv1.FieldType_FIELD_TYPE_TIME:
+		if k != value.KindTime {
+			return bad()
+		}
+		return c.appendText(vString, d)
+	case apiv1.FieldType_FIELD_TYPE_DURATION:
+		if k != value.KindDuration {
+			return bad()
+		}
+		return c.appendText(vString, d)
+	case apiv1.FieldType_FIELD_TYPE_JSON:
+		if k != value.KindJSON {
+			return bad()
+		}
+		return c.appendText(vJSON, d)
+	case apiv1.FieldType_FIELD_TYPE_VECTOR:
+		if k != value.KindVectorFloat32 {
+			return bad()
+		}
+		b := d.GetBytes()
+		if len(b) < 4 {
+			return ownedVal{}, fmt.Errorf("vector payload of %d bytes is shorter than its 4-byte count", len(b))
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if uint64(len(b)-4) != uint64(n)*4 {
+			return ownedVal{}, fmt.Errorf("vector count %d does not match payload of %d bytes", n, len(b)-4)
+		}
+		return c.appendRaw(vVector, b[4:]), nil
+	}
+	return ownedVal{}, fmt.Errorf("unsupported field type %s", f.ftype)
+}
+
+func (c *rowCopier) appendRaw(k valKind, b []byte) ownedVal {
+	off := len(c.scratch)
+	c.scratch = append(c.scratch, b...)
+	return ownedVal{kind: k, off: uint32(off), n: uint32(len(b))}
+}
+
+func (c *rowCopier) appendText(k valKind, d *value.Datum) (ownedVal, error) {
+	off := len(c.scratch)
+	out, err := d.AppendText(c.scratch)
+	if err != nil {
+		c.scratch = c.scratch[:off]
+		return ownedVal{}, err
+	}
+	c.scratch = out
+	return ownedVal{kind: k, off: uint32(off), n: uint32(len(out) - off)}, nil
+}
+
+// buildKey renders the canonical primary key (E14, N19) of the row in
+// c.tmpVals/c.scratch into c.keyBuf.
+func (c *rowCopier) buildKey(s *shape) error {
+	c.keyBuf = c.keyBuf[:0]
+	for i, fi := range s.pk {
+		v := &c.tmpVals[fi]
+		c.comp = c.comp[:0]
+		switch v.kind {
+		case vInt:
+			c.comp = strconv.AppendInt(c.comp, int64(v.num), 10)
+		case vUint:
+			c.comp = strconv.AppendUint(c.comp, v.num, 10)
+		case vFloat:
+			c.comp = strconv.AppendFloat(c.comp, math.Float64frombits(v.num), 'g', -1, 64)
+		case vString:
+			c.comp = append(c.comp, c.scratch[v.off:v.off+v.n]...)
+		case vBytes:
+			c.comp = hex.AppendEncode(c.comp, c.scratch[v.off:v.off+v.n])
+		case vNull:
+			return fmt.Errorf("primary-key field %q is null", s.fields[fi].name)
+		default:
+			return fmt.Errorf("primary-key field %q has a value that cannot be a key", s.fields[fi].name)
+		}
+		if len(s.pk) == 1 {
+			c.keyBuf = append(c.keyBuf, c.comp...)
+			break
+		}
+		if i > 0 {
+			c.keyBuf = append(c.keyBuf, ',')
+		}
+		for _, ch := range c.comp {
+			if ch == '\\' || ch == ',' {
+				c.keyBuf = append(c.keyBuf, '\\')
+			}
+			c.keyBuf = append(c.keyBuf, ch)
+		}
+	}
+	if len(c.keyBuf) == 0 {
+		return fmt.Errorf("primary key is empty")
+	}
+	return nil
+}
+
+// own moves the row being copied into slab memory as a Mutation.
+func (c *rowCopier) own(s *shape, commitTs uint64, kind apiv1.MutationKind, withVals bool) Mutation {
+	m := Mutation{CommitTs: commitTs, Kind: kind, shape: s}
+	// Values and key share one slab range.
+	if !withVals {
+		c.scratch = c.scratch[:0]
+	}
+	m.pkOff = uint32(len(c.scratch))
+	c.scratch = append(c.scratch, c.keyBuf...)
+	m.data = c.slab.copyBytes(c.scratch)
+	if withVals {
+		vals := c.slab.takeVals(len(c.tmpVals))
+		copy(vals, c.tmpVals)
+		m.vals = vals
+	}
+	return m
+}
+
+// rowIDFromKey decodes the int handle of a record key
+// `[keyspace prefix]t<table id>_r<handle>` (8-byte comparable ints).
+func rowIDFromKey(key []byte) (int64, error) {
+	const recLen = 19 // 't' + 8 + "_r" + 8
+	n := len(key)
+	if n != recLen && n != recLen+4 {
+		return 0, fmt.Errorf("row key of %d bytes is not an int-handle record key (want %d or %d)", n, recLen, recLen+4)
+	}
+	p := key[n-recLen:]
+	if p[0] != 't' || p[9] != '_' || p[10] != 'r' {
+		return 0, fmt.Errorf("row key %x is not a record key (at offset %d)", key, n-recLen)
+	}
+	return int64(binary.BigEndian.Uint64(p[11:]) ^ (1 << 63)), nil
+}

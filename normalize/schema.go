@@ -1,0 +1,233 @@
+package normalize
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+)
+
+// RowIDField is the synthetic key field of tables keyed by the hidden
+// `_tidb_rowid` (N16).
+const RowIDField = "_tidb_rowid"
+
+// rowIDColumnID is TiDB's column id of the hidden row id (ExtraHandleID).
+const rowIDColumnID int64 = -1
+
+// textMinLen is the declared CHAR/VARCHAR length from which a string column
+// is full-text indexed rather than treated as a keyword (N18).
+const textMinLen = 64
+
+// fieldSpec is one selected column as the bridge lowers it. It holds no
+// pointer into the TableInfo (N15): columns are found again by offset in the
+// TableInfo that comes with each row.
+type fieldSpec struct {
+	name     string
+	colID    int64
+	offset   int // offset in TableInfo.Columns; -1 for the row-id field
+	ftype    apiv1.FieldType
+	role     apiv1.FieldRole
+	dim      uint32
+	unsigned bool
+}
+
+// shape is the lowered form of one table schema version: the fields in
+// column order and the key fields in key order.
+type shape struct {
+	fields []fieldSpec
+	pk     []int // indexes into fields, key order
+	rowID  bool  // keyed by _tidb_rowid read from the row key
+}
+
+// RoleOverrides maps a column name to the role it must get, overriding N18.
+type RoleOverrides map[string]apiv1.FieldRole
+
+// buildShape lowers a table schema (N16-N18).
+func buildShape(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
+	if ti == nil {
+		return nil, fmt.Errorf("normalize: nil TableInfo")
+	}
+	s := &shape{}
+	byOffset := map[int]int{}
+	for off, c := range ti.Columns {
+		if c == nil || c.State != model.StatePublic || c.Hidden {
+			continue
+		}
+		if c.GeneratedExprString != "" && !c.GeneratedStored {
+			continue // virtual generated: not stored in the row (N16)
+		}
+		ft, dim, err := fieldTypeOf(c)
+		if err != nil {
+			return nil, fmt.Errorf("normalize: table %q (id %d) column %q: %w", ti.Name.O, ti.ID, c.Name.O, err)
+		}
+		byOffset[off] = len(s.fields)
+		s.fields = append(s.fields, fieldSpec{
+			name: c.Name.O, colID: c.ID, offset: off, ftype: ft, dim: dim,
+			unsigned: mysql.HasUnsignedFlag(c.FieldType.GetFlag()),
+		})
+	}
+	// Key columns (N16, N19).
+	var keyOffsets []int
+	switch {
+	case ti.PKIsHandle:
+		for off, c := range ti.Columns {
+			if c != nil && mysql.HasPriKeyFlag(c.FieldType.GetFlag()) {
+				keyOffsets = append(keyOffsets, off)
+				break
+			}
+		}
+	default:
+		for _, idx := range ti.Indices {
+			if idx != nil && idx.Primary && idx.State == model.StatePublic {
+				for _, ic := range idx.Columns {
+					keyOffsets = append(keyOffsets, ic.Offset)
+				}
+				break
+			}
+		}
+	}
+	if len(keyOffsets) == 0 {
+		s.rowID = true
+		s.pk = []int{len(s.fields)}
+		s.fields = append(s.fields, fieldSpec{name: RowIDField, colID: rowIDColumnID, offset: -1, ftype: apiv1.FieldType_FIELD_TYPE_INT})
+	} else {
+		for _, off := range keyOffsets {
+			i, ok := byOffset[off]
+			if !ok {
+				return nil, fmt.Errorf("normalize: table %q (id %d): primary-key column at offset %d is not a selected column", ti.Name.O, ti.ID, off)
+			}
+			switch s.fields[i].ftype {
+			case apiv1.FieldType_FIELD_TYPE_JSON, apiv1.FieldType_FIELD_TYPE_VECTOR:
+				return nil, fmt.Errorf("normalize: table %q: primary-key column %q has type %s, which cannot be a key (E12)", ti.Name.O, s.fields[i].name, s.fields[i].ftype)
+			}
+			s.pk = append(s.pk, i)
+		}
+	}
+	isKey := map[int]bool{}
+	for _, i := range s.pk {
+		isKey[i] = true
+	}
+	for i := range s.fields {
+		f := &s.fields[i]
+		if isKey[i] {
+			f.role = apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY
+			continue
+		}
+		f.role = defaultRole(ti, f)
+		if r, ok := roles[f.name]; ok && r != apiv1.FieldRole_FIELD_ROLE_UNSPECIFIED && r != apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY {
+			f.role = r
+		}
+	}
+	return s, nil
+}
+
+// fieldTypeOf maps a TiDB column type to the contract's field type (N17).
+func fieldTypeOf(c *model.ColumnInfo) (apiv1.FieldType, uint32, error) {
+	ft := &c.FieldType
+	flag := ft.GetFlag()
+	switch ft.GetType() {
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+		if mysql.HasUnsignedFlag(flag) {
+			return apiv1.FieldType_FIELD_TYPE_UINT, 0, nil
+		}
+		return apiv1.FieldType_FIELD_TYPE_INT, 0, nil
+	case mysql.TypeYear:
+		return apiv1.FieldType_FIELD_TYPE_INT, 0, nil
+	case mysql.TypeFloat, mysql.TypeDouble:
+		return apiv1.FieldType_FIELD_TYPE_FLOAT, 0, nil
+	case mysql.TypeNewDecimal:
+		return apiv1.FieldType_FIELD_TYPE_DECIMAL, 0, nil
+	case mysql.TypeDate, mysql.TypeNewDate, mysql.TypeDatetime, mysql.TypeTimestamp:
+		return apiv1.FieldType_FIELD_TYPE_TIME, 0, nil
+	case mysql.TypeDuration:
+		return apiv1.FieldType_FIELD_TYPE_DURATION, 0, nil
+	case mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString,
+		mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeBlob:
+		if isBinaryString(c) {
+			return apiv1.FieldType_FIELD_TYPE_BYTES, 0, nil
+		}
+		return apiv1.FieldType_FIELD_TYPE_STRING, 0, nil
+	case mysql.TypeJSON:
+		return apiv1.FieldType_FIELD_TYPE_JSON, 0, nil
+	case mysql.TypeEnum:
+		return apiv1.FieldType_FIELD_TYPE_ENUM, 0, nil
+	case mysql.TypeSet:
+		return apiv1.FieldType_FIELD_TYPE_SET, 0, nil
+	case mysql.TypeBit:
+		return apiv1.FieldType_FIELD_TYPE_BIT, 0, nil
+	case mysql.TypeTiDBVectorFloat32:
+		if n := ft.GetFlen(); n > 0 {
+			return apiv1.FieldType_FIELD_TYPE_VECTOR, uint32(n), nil
+		}
+		return apiv1.FieldType_FIELD_TYPE_STRING, 0, nil // no fixed dimension: text form (N17)
+	}
+	return 0, 0, fmt.Errorf("unsupported column type 0x%02x", ft.GetType())
+}
+
+func isBinaryString(c *model.ColumnInfo) bool {
+	return c.FieldType.GetCharset() == "binary" || c.FieldType.GetCollate() == "binary"
+}
+
+// defaultRole is N18 for a non-key field.
+func defaultRole(ti *model.TableInfo, f *fieldSpec) apiv1.FieldRole {
+	switch f.ftype {
+	case apiv1.FieldType_FIELD_TYPE_STRING:
+		if f.offset < 0 {
+			return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
+		}
+		c := ti.Columns[f.offset]
+		switch c.FieldType.GetType() {
+		case mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeBlob:
+			return apiv1.FieldRole_FIELD_ROLE_TEXT
+		case mysql.TypeTiDBVectorFloat32:
+			return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
+		}
+		if c.FieldType.GetFlen() >= textMinLen || c.FieldType.GetFlen() < 0 {
+			return apiv1.FieldRole_FIELD_ROLE_TEXT
+		}
+		return apiv1.FieldRole_FIELD_ROLE_KEYWORD
+	case apiv1.FieldType_FIELD_TYPE_ENUM, apiv1.FieldType_FIELD_TYPE_SET:
+		return apiv1.FieldRole_FIELD_ROLE_KEYWORD
+	case apiv1.FieldType_FIELD_TYPE_INT, apiv1.FieldType_FIELD_TYPE_UINT, apiv1.FieldType_FIELD_TYPE_FLOAT,
+		apiv1.FieldType_FIELD_TYPE_DECIMAL, apiv1.FieldType_FIELD_TYPE_TIME:
+		return apiv1.FieldRole_FIELD_ROLE_NUMERIC
+	case apiv1.FieldType_FIELD_TYPE_VECTOR:
+		return apiv1.FieldRole_FIELD_ROLE_VECTOR
+	}
+	return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
+}
+
+// SourceInfo is the collection metadata of a logical table (E10).
+type SourceInfo struct {
+	KeyspaceID     uint32
+	Database       string
+	Table          string
+	LogicalTableID int64
+}
+
+// buildDefinition is the full canonical definition of a collection (N26).
+func buildDefinition(name string, s *shape, src SourceInfo, partitions []string, metadataAux bool) *apiv1.CollectionDefinition {
+	def := &apiv1.CollectionDefinition{
+		Name: name,
+		Source: &apiv1.SourceTable{
+			KeyspaceId: src.KeyspaceID, Database: src.Database, Table: src.Table, LogicalTableId: src.LogicalTableID,
+		},
+		MetadataAux: metadataAux,
+	}
+	for _, f := range s.fields {
+		fd := &apiv1.Field{Name: f.name, Type: f.ftype, Role: f.role, VectorDim: f.dim}
+		if f.offset >= 0 {
+			fd.SourceColumnId = f.colID
+		}
+		def.Fields = append(def.Fields, fd)
+	}
+	for _, i := range s.pk {
+		def.PrimaryKey = append(def.PrimaryKey, s.fields[i].name)
+	}
+	def.SourcePartitions = append([]string(nil), partitions...)
+	sort.Strings(def.SourcePartitions)
+	return def
+}
