@@ -1,0 +1,174 @@
+package sqlfront
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values for the parser
+	"github.com/searchfabric/sfemu/fakeupstream"
+)
+
+// Result says what a statement did.
+type Result struct {
+	// RowsAffected counts rows written by DML.
+	RowsAffected int
+	// CommitTs is the commit ts of an auto-committed DML statement, of a
+	// COMMIT, or the FinishedTs of a DDL (0 when nothing was written).
+	CommitTs uint64
+	// DDL is true for DDL statements.
+	DDL bool
+}
+
+// Session is one client connection: a current database and an optional
+// explicit transaction (BEGIN ... COMMIT/ROLLBACK).
+type Session struct {
+	srv    *Server
+	db     string
+	txn    *fakeupstream.Txn // explicit transaction, nil in autocommit
+	parser *parser.Parser
+}
+
+// NewSession opens a session with an optional current database.
+func (s *Server) NewSession(db string) *Session {
+	return &Session{srv: s, db: db, parser: parser.New()}
+}
+
+// Exec runs one or more statements separated by semicolons and returns the
+// result of the last one. A failing statement stops the batch; statements
+// before it stay applied (as with a MySQL client), and an explicit
+// transaction stays open for the caller to roll back.
+func (ss *Session) Exec(ctx context.Context, sql string) (Result, error) {
+	stmts, _, err := ss.parser.Parse(sql, "", "")
+	if err != nil {
+		return Result{}, fmt.Errorf("sqlfront: parse %q: %w", abbreviate(sql), err)
+	}
+	if len(stmts) == 0 {
+		return Result{}, fmt.Errorf("sqlfront: no statement in %q", abbreviate(sql))
+	}
+	var res Result
+	for _, st := range stmts {
+		if res, err = ss.execOne(ctx, st); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func abbreviate(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}
+
+// InTxn reports whether an explicit transaction is open.
+func (ss *Session) InTxn() bool { return ss.txn != nil }
+
+func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error) {
+	s := ss.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	query := strings.TrimSpace(st.Text())
+	if _, isDDL := st.(ast.DDLNode); isDDL && ss.txn != nil {
+		// MySQL commits an open transaction before DDL; we refuse instead,
+		// so a test never gets an implicit commit it did not ask for.
+		return Result{}, fmt.Errorf("sqlfront: DDL inside an explicit transaction is not allowed (COMMIT or ROLLBACK first): %s", abbreviate(query))
+	}
+	var ts uint64
+	var err error
+	switch x := st.(type) {
+	case *ast.UseStmt:
+		if s.cat.dbByName(x.DBName) == nil {
+			return Result{}, fmt.Errorf("sqlfront: unknown database %q", x.DBName)
+		}
+		ss.db = x.DBName
+		return Result{}, nil
+	case *ast.BeginStmt:
+		if ss.txn != nil {
+			return Result{}, fmt.Errorf("sqlfront: BEGIN inside an open transaction")
+		}
+		ss.txn = s.cluster.Begin()
+		return Result{}, nil
+	case *ast.CommitStmt:
+		if ss.txn == nil {
+			return Result{}, nil
+		}
+		txn := ss.txn
+		ss.txn = nil
+		if len(txn.Keys()) == 0 {
+			_ = txn.Rollback()
+			return Result{}, nil
+		}
+		ts, err := txn.Commit()
+		if err != nil {
+			return Result{}, fmt.Errorf("sqlfront: commit: %w", err)
+		}
+		return Result{CommitTs: ts}, nil
+	case *ast.RollbackStmt:
+		if ss.txn != nil {
+			_ = ss.txn.Rollback()
+			ss.txn = nil
+		}
+		return Result{}, nil
+	case *ast.CreateDatabaseStmt:
+		ts, err = s.execCreateDatabase(ctx, x, query)
+	case *ast.DropDatabaseStmt:
+		ts, err = s.execDropDatabase(ctx, x, query)
+	case *ast.CreateTableStmt:
+		ts, err = s.execCreateTable(ctx, ss, x, query)
+	case *ast.DropTableStmt:
+		ts, err = s.execDropTable(ctx, ss, x, query)
+	case *ast.TruncateTableStmt:
+		ts, err = s.execTruncateTable(ctx, ss, x, query)
+	case *ast.RenameTableStmt:
+		ts, err = s.execRenameTable(ctx, ss, x, query)
+	case *ast.AlterTableStmt:
+		ts, err = s.execAlterTable(ctx, ss, x, query)
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+		return ss.execDML(ctx, st)
+	default:
+		return Result{}, unsupported("statement %T: %s", st, abbreviate(query))
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{CommitTs: ts, DDL: true}, nil
+}
+
+// execDML runs a DML statement in the open transaction, or in its own
+// auto-committed one.
+func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, error) {
+	txn := ss.txn
+	auto := txn == nil
+	if auto {
+		txn = ss.srv.cluster.Begin()
+	}
+	// Writes of a failing statement must not leak into the transaction:
+	// stage them and apply only on success.
+	w := &stagedWrites{}
+	n, err := ss.srv.runDML(ss, txn, w, st)
+	if err != nil {
+		if auto {
+			_ = txn.Rollback()
+		}
+		return Result{}, err
+	}
+	w.applyTo(txn)
+	res := Result{RowsAffected: n}
+	if auto {
+		if len(txn.Keys()) == 0 {
+			_ = txn.Rollback()
+			return res, nil
+		}
+		ts, err := txn.Commit()
+		if err != nil {
+			return Result{}, fmt.Errorf("sqlfront: commit: %w", err)
+		}
+		res.CommitTs = ts
+	}
+	return res, nil
+}
