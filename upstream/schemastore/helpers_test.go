@@ -377,3 +377,5 @@ func colNames(ti *model.TableInfo) string {
 	}
 	return b.String()
 }
+
+func decodeComparable(b []byte) ([]byte, error) { return tablecodec.DecodeComparableKey(b, nil) }

@@ -446,6 +446,10 @@ func (p *persister) isInitialized() (bool, error) {
 }
 
 func corrupt(path, bucket string, key []byte, format string, args ...any) error {
+	// key may point into bbolt's mmap, which is gone after the transaction.
+	if key != nil {
+		key = append([]byte(nil), key...)
+	}
 	return &CorruptError{Path: path, Bucket: bucket, Key: key, Reason: fmt.Sprintf(format, args...)}
 }
 

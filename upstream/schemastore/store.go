@@ -224,10 +224,14 @@ func (p *persister) checkBolt() (err error) {
 		}
 	}()
 	return p.db.View(func(tx *bolt.Tx) error {
+		var first error
+		// Drain the channel: the checker goroutine uses tx until it closes it.
 		for cerr := range tx.Check() {
-			return &CorruptError{Path: p.path, Reason: "bbolt check: " + cerr.Error()}
+			if first == nil {
+				first = &CorruptError{Path: p.path, Reason: "bbolt check: " + cerr.Error()}
+			}
 		}
-		return nil
+		return first
 	})
 }
 
