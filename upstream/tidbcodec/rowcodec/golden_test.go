@@ -66,9 +66,13 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
+func goldenRecords(tb testing.TB) []golden.Record {
+	return golden.OfKind(tb, goldenFile, "row")
+}
+
 func loadGoldenRows(t *testing.T) []goldenRow {
 	var rows []goldenRow
-	for _, r := range golden.OfKind(t, goldenFile, "row") {
+	for _, r := range goldenRecords(t) {
 		var g goldenRow
 		r.Decode(t, &g)
 		rows = append(rows, g)
