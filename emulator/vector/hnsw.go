@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"container/heap"
 	"math"
 	"math/rand"
 	"sort"
@@ -27,8 +26,10 @@ type hnswGraph struct {
 	ml   float64
 	rng  *rand.Rand
 
-	vecs  []float32    // node i at vecs[i*dim:(i+1)*dim]
-	links [][][]uint32 // links[node][layer]
+	vecs []float32 // node i at vecs[i*dim:(i+1)*dim]
+	// links[node][layer] are the node's neighbours with their distance to
+	// the node, kept so pruning an overfull list needs no distance calls.
+	links [][][]nodeDist
 
 	entry    int // -1 when empty
 	maxLevel int
@@ -89,29 +90,54 @@ type nodeDist struct {
 	d float32
 }
 
-// minHeap pops the closest first; maxHeap keeps the farthest on top.
-type minHeap []nodeDist
-type maxHeap []nodeDist
-
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return h[i].d < h[j].d }
-func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)        { *h = append(*h, x.(nodeDist)) }
-func (h *minHeap) Pop() any {
-	o := *h
-	x := o[len(o)-1]
-	*h = o[:len(o)-1]
-	return x
+// distHeap is a binary heap of nodeDist without interface boxing; far
+// selects a max-heap (farthest on top) instead of a min-heap.
+type distHeap struct {
+	a   []nodeDist
+	far bool
 }
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return h[i].d > h[j].d }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(nodeDist)) }
-func (h *maxHeap) Pop() any {
-	o := *h
-	x := o[len(o)-1]
-	*h = o[:len(o)-1]
-	return x
+
+func (h *distHeap) less(i, j int) bool {
+	if h.far {
+		return h.a[i].d > h.a[j].d
+	}
+	return h.a[i].d < h.a[j].d
+}
+
+func (h *distHeap) push(x nodeDist) {
+	h.a = append(h.a, x)
+	i := len(h.a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.a[i], h.a[p] = h.a[p], h.a[i]
+		i = p
+	}
+}
+
+func (h *distHeap) pop() nodeDist {
+	top := h.a[0]
+	last := len(h.a) - 1
+	h.a[0] = h.a[last]
+	h.a = h.a[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && h.less(l, m) {
+			m = l
+		}
+		if r < last && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.a[i], h.a[m] = h.a[m], h.a[i]
+		i = m
+	}
+	return top
 }
 
 // greedy walks layer to the single closest node reachable from ep.
@@ -119,8 +145,8 @@ func (g *hnswGraph) greedy(q []float32, ep nodeDist, layer int) nodeDist {
 	for changed := true; changed; {
 		changed = false
 		for _, nb := range g.links[ep.n][layer] {
-			if d := g.dist(q, g.vec(nb)); d < ep.d {
-				ep = nodeDist{nb, d}
+			if d := g.dist(q, g.vec(nb.n)); d < ep.d {
+				ep = nodeDist{nb.n, d}
 				changed = true
 			}
 		}
@@ -136,39 +162,37 @@ func (g *hnswGraph) searchLayer(q []float32, eps []nodeDist, ef, layer int) []no
 	defer g.visitedPool.Put(vs)
 	vs.reset(g.len())
 
-	cand := make(minHeap, 0, ef*2)
-	res := make(maxHeap, 0, ef+1)
+	cand := distHeap{a: make([]nodeDist, 0, ef*2)}
+	res := distHeap{a: make([]nodeDist, 0, ef+1), far: true}
 	for _, e := range eps {
 		if vs.visit(e.n) {
-			cand = append(cand, e)
-			res = append(res, e)
+			cand.push(e)
+			res.push(e)
+			if len(res.a) > ef {
+				res.pop()
+			}
 		}
 	}
-	heap.Init(&cand)
-	heap.Init(&res)
-	for len(res) > ef {
-		heap.Pop(&res)
-	}
-	for cand.Len() > 0 {
-		c := heap.Pop(&cand).(nodeDist)
-		if len(res) >= ef && c.d > res[0].d {
+	for len(cand.a) > 0 {
+		c := cand.pop()
+		if len(res.a) >= ef && c.d > res.a[0].d {
 			break
 		}
 		for _, nb := range g.links[c.n][layer] {
-			if !vs.visit(nb) {
+			if !vs.visit(nb.n) {
 				continue
 			}
-			d := g.dist(q, g.vec(nb))
-			if len(res) < ef || d < res[0].d {
-				heap.Push(&cand, nodeDist{nb, d})
-				heap.Push(&res, nodeDist{nb, d})
-				if len(res) > ef {
-					heap.Pop(&res)
+			d := g.dist(q, g.vec(nb.n))
+			if len(res.a) < ef || d < res.a[0].d {
+				cand.push(nodeDist{nb.n, d})
+				res.push(nodeDist{nb.n, d})
+				if len(res.a) > ef {
+					res.pop()
 				}
 			}
 		}
 	}
-	out := []nodeDist(res)
+	out := res.a
 	sort.Slice(out, func(i, j int) bool { return out[i].d < out[j].d || (out[i].d == out[j].d && out[i].n < out[j].n) })
 	return out
 }
@@ -178,16 +202,12 @@ func (g *hnswGraph) searchLayer(q []float32, eps []nodeDist, ef, layer int) []no
 // than to every neighbour already chosen, which keeps links pointing in
 // diverse directions; remaining slots are filled with the closest pruned
 // candidates. cands must be sorted by ascending distance to the base.
-func (g *hnswGraph) selectNeighbors(cands []nodeDist, max int) []uint32 {
+func (g *hnswGraph) selectNeighbors(cands []nodeDist, max int) []nodeDist {
 	if len(cands) <= max {
-		out := make([]uint32, len(cands))
-		for i, c := range cands {
-			out[i] = c.n
-		}
-		return out
+		return append([]nodeDist(nil), cands...)
 	}
-	chosen := make([]uint32, 0, max)
-	var pruned []uint32
+	chosen := make([]nodeDist, 0, max)
+	var pruned []nodeDist
 	for _, c := range cands {
 		if len(chosen) == max {
 			break
@@ -195,15 +215,15 @@ func (g *hnswGraph) selectNeighbors(cands []nodeDist, max int) []uint32 {
 		good := true
 		cv := g.vec(c.n)
 		for _, s := range chosen {
-			if g.dist(cv, g.vec(s)) < c.d {
+			if g.dist(cv, g.vec(s.n)) < c.d {
 				good = false
 				break
 			}
 		}
 		if good {
-			chosen = append(chosen, c.n)
+			chosen = append(chosen, c)
 		} else {
-			pruned = append(pruned, c.n)
+			pruned = append(pruned, c)
 		}
 	}
 	for _, p := range pruned {
@@ -228,7 +248,7 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	n := uint32(g.len())
 	g.vecs = append(g.vecs, v...)
 	level := g.randomLevel()
-	g.links = append(g.links, make([][]uint32, level+1))
+	g.links = append(g.links, make([][]nodeDist, level+1))
 	if g.entry < 0 {
 		g.entry, g.maxLevel = int(n), level
 		return n
@@ -248,10 +268,11 @@ func (g *hnswGraph) add(v []float32) uint32 {
 		nbs := g.selectNeighbors(w, g.m)
 		g.links[n][l] = nbs
 		for _, nb := range nbs {
-			g.links[nb][l] = append(g.links[nb][l], n)
-			if len(g.links[nb][l]) > maxLinks {
-				g.shrink(nb, l, maxLinks)
+			back := append(g.links[nb.n][l], nodeDist{n, nb.d})
+			if len(back) > maxLinks {
+				back = dropFarthest(back)
 			}
+			g.links[nb.n][l] = back
 		}
 		eps = w
 	}
@@ -261,16 +282,18 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	return n
 }
 
-// shrink re-selects node's links on layer to at most max.
-func (g *hnswGraph) shrink(node uint32, layer, max int) {
-	nv := g.vec(node)
-	cur := g.links[node][layer]
-	cands := make([]nodeDist, len(cur))
-	for i, c := range cur {
-		cands[i] = nodeDist{c, g.dist(nv, g.vec(c))}
+// dropFarthest removes the farthest link of an overfull list. Pruning back
+// links by distance alone (instead of re-running the heuristic) keeps inserts
+// cheap; the new node's own links still use the heuristic.
+func dropFarthest(l []nodeDist) []nodeDist {
+	far := 0
+	for i := range l {
+		if l[i].d > l[far].d {
+			far = i
+		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
-	g.links[node][layer] = g.selectNeighbors(cands, max)
+	l[far] = l[len(l)-1]
+	return l[:len(l)-1]
 }
 
 // search returns up to ef nodes closest to q (stored form), sorted.

@@ -244,7 +244,7 @@ func TestHNSWRecall(t *testing.T) {
 	for _, m := range []Metric{Cosine, L2} {
 		t.Run(m.String(), func(t *testing.T) {
 			r := rand.New(rand.NewSource(s))
-			const dim, n, queries = 32, 4000, 100
+			const dim, n, queries = 32, 2500, 60
 			x, err := NewWithOptions(dim, m, Options{HNSWThreshold: 1000, Seed: s})
 			require.NoError(t, err)
 			for i := 0; i < n; i++ {
