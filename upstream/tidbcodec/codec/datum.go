@@ -113,12 +113,7 @@ func DecodeOneBuf(b []byte, buf []byte) (rest []byte, d value.Datum, err error) 
 	}
 	flag := b[0]
 	p := b[1:]
-	wrap := func(e error) error {
-		if ce, ok := e.(*Error); ok {
-			return &Error{Offset: ce.Offset + 1, What: fmt.Sprintf("datum flag %d: %s", flag, ce.What)}
-		}
-		return &Error{Offset: 1, What: fmt.Sprintf("datum flag %d: %v", flag, e)}
-	}
+	wrap := func(e error) error { return wrapFlagErr(flag, e) }
 	switch flag {
 	case NilFlag:
 		return p, value.NewNullDatum(), nil
@@ -207,6 +202,13 @@ func DecodeOneBuf(b []byte, buf []byte) (rest []byte, d value.Datum, err error) 
 		return p, value.NewMaxValueDatum(), nil
 	}
 	return b, d, errAt(0, "datum: unknown flag %d", flag)
+}
+
+func wrapFlagErr(flag byte, e error) error {
+	if ce, ok := e.(*Error); ok {
+		return &Error{Offset: ce.Offset + 1, What: fmt.Sprintf("datum flag %d: %s", flag, ce.What)}
+	}
+	return &Error{Offset: 1, What: fmt.Sprintf("datum flag %d: %v", flag, e)}
 }
 
 // PeekLength returns the encoded length (flag included) of the datum at the

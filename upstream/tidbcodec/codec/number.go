@@ -2,7 +2,7 @@
 // byte of every encoded datum, memcomparable bytes, comparable integers and
 // floats, varints, compact bytes, and whole datums in key form
 // (memcomparable, for index keys and common handles) and value form (for old
-// v1 rows). Rules are in specs/tidbcodec-keys.md (K1-K12).
+// v1 rows). Rules are in specs/tidbcodec-keys.md (K1-K11).
 //
 // Decoders never panic: every failure is an error naming what was wrong and
 // the offset it was found at, relative to the slice the caller passed in.

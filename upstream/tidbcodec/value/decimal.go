@@ -352,72 +352,77 @@ func (d Decimal) AppendBin(dst []byte, prec, frac int) ([]byte, error) {
 // front of b and returns the value and the number of bytes used. Every
 // group is checked to hold fewer digits than its width allows.
 func DecodeDecimalBin(b []byte, prec, frac int) (Decimal, int, error) {
+	var d Decimal
 	size, err := DecimalBinSize(prec, frac)
 	if err != nil {
-		return Decimal{}, 0, err
+		return d, 0, err
 	}
 	if len(b) < size {
-		return Decimal{}, 0, fmt.Errorf("decimal: bin of DECIMAL(%d,%d) needs %d bytes, have %d", prec, frac, size, len(b))
+		return d, 0, fmt.Errorf("decimal: bin of DECIMAL(%d,%d) needs %d bytes, have %d", prec, frac, size, len(b))
 	}
-	var d Decimal
 	var mask byte
 	if b[0]&0x80 == 0 {
 		mask = 0xff
 		d.neg = true
 	}
 	intDigits := prec - frac
-	var all [MaxDecimalPrecision + MaxDecimalFrac]byte
-	n := 0
-	off := 0
-	readGroup := func(nDigits int) error {
-		nb := dig2bytes[nDigits]
-		var v uint32
-		for k := 0; k < nb; k++ {
-			c := b[off+k] ^ mask
-			if off+k == 0 {
-				c ^= 0x80
+	n, off := 0, 0
+	started := false // a non-zero integer digit has been written
+	for g := 0; g < 4; g++ {
+		// Group sequence: leading int, full int words, full frac words,
+		// trailing frac group.
+		var groups, width int
+		switch g {
+		case 0:
+			groups, width = 1, intDigits%digitsPerWord
+		case 1:
+			groups, width = intDigits/digitsPerWord, digitsPerWord
+		case 2:
+			groups, width = frac/digitsPerWord, digitsPerWord
+		case 3:
+			groups, width = 1, frac%digitsPerWord
+		}
+		if width == 0 {
+			continue
+		}
+		nb := dig2bytes[width]
+		for k := 0; k < groups; k++ {
+			var v uint32
+			for j := 0; j < nb; j++ {
+				c := b[off+j] ^ mask
+				if off+j == 0 {
+					c ^= 0x80
+				}
+				v = v<<8 | uint32(c)
 			}
-			v = v<<8 | uint32(c)
-		}
-		if v >= pow10[nDigits] {
-			return fmt.Errorf("decimal: group at offset %d holds %d, more than %d digits", off, v, nDigits)
-		}
-		for k := nDigits - 1; k >= 0; k-- {
-			all[n+k] = byte(v % 10)
-			v /= 10
-		}
-		n += nDigits
-		off += nb
-		return nil
-	}
-	if lead := intDigits % digitsPerWord; lead > 0 {
-		if err := readGroup(lead); err != nil {
-			return Decimal{}, 0, err
-		}
-	}
-	for k := 0; k < intDigits/digitsPerWord; k++ {
-		if err := readGroup(digitsPerWord); err != nil {
-			return Decimal{}, 0, err
-		}
-	}
-	for k := 0; k < frac/digitsPerWord; k++ {
-		if err := readGroup(digitsPerWord); err != nil {
-			return Decimal{}, 0, err
+			if v >= pow10[width] {
+				return Decimal{}, 0, fmt.Errorf("decimal: group at offset %d holds %d, more than %d digits", off, v, width)
+			}
+			off += nb
+			isInt := g < 2
+			if isInt && !started && v == 0 {
+				continue // leading zero word of the integer part
+			}
+			var tmp [9]byte
+			for j := width - 1; j >= 0; j-- {
+				tmp[j] = byte(v % 10)
+				v /= 10
+			}
+			digs := tmp[:width]
+			if isInt && !started {
+				for len(digs) > 0 && digs[0] == 0 {
+					digs = digs[1:]
+				}
+				started = true
+			}
+			n += copy(d.digits[n:], digs)
+			if isInt {
+				d.nInt = uint8(n)
+			}
 		}
 	}
-	if tail := frac % digitsPerWord; tail > 0 {
-		if err := readGroup(tail); err != nil {
-			return Decimal{}, 0, err
-		}
-	}
-	lead := 0
-	for lead < intDigits && all[lead] == 0 {
-		lead++
-	}
-	copy(d.digits[:], all[lead:n])
-	d.nInt = uint8(intDigits - lead)
 	d.nFrac = uint8(frac)
-	if d.IsZero() {
+	if d.neg && d.IsZero() {
 		d.neg = false
 	}
 	return d, size, nil
