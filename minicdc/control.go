@@ -1,0 +1,219 @@
+package minicdc
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/searchfabric/sfemu/schemafence"
+)
+
+// control is the state of the control loop: the DDL poller (§7) and the
+// checkpoint coalescer (§8). Only the control goroutine (or a test driving
+// controlStep) touches it.
+type control struct {
+	r *Runtime
+
+	cursor *schemafence.Cursor
+	// ddlKnown: every DDL with FinishedTs <= ddlKnown has reached OnDDL
+	// (M33).
+	ddlKnown uint64
+	finished []uint64 // reused FinishedTs scratch
+	failures int      // consecutive transient fetch failures
+
+	// Checkpoint state, indexed like r.pathOrder.
+	cur      []uint64
+	last     []uint64
+	lastGlob uint64
+	emitted  bool
+	lastAt   time.Time
+}
+
+func (c *control) init(r *Runtime) {
+	c.r = r
+	c.cursor = schemafence.NewCursor(r.startTs)
+	c.ddlKnown = r.startTs
+	c.cur = make([]uint64, len(r.pathOrder))
+	c.last = make([]uint64, len(r.pathOrder))
+}
+
+// controlLoop runs until the root context ends (M34).
+func (r *Runtime) controlLoop() {
+	c := &r.ctl
+	for {
+		if r.owner.stopped() || r.runCtx.Err() != nil {
+			return
+		}
+		more, wait, err := c.step()
+		if err != nil {
+			r.owner.fail(err)
+			return
+		}
+		if more {
+			continue
+		}
+		if wait <= 0 || wait > r.opts.DDLPollInterval {
+			wait = r.opts.DDLPollInterval
+		}
+		select {
+		case <-r.runCtx.Done():
+			return
+		case <-r.progress:
+		case <-r.time.After(wait):
+		}
+	}
+}
+
+// step polls DDL once and then considers a checkpoint. more reports that
+// a full batch was emitted (poll again at once); wait > 0 is how long until
+// a coalesced checkpoint is due.
+func (c *control) step() (more bool, wait time.Duration, err error) {
+	more, err = c.pollDDL()
+	if err != nil {
+		return false, 0, err
+	}
+	wait, err = c.checkpoint(c.r.time.Now())
+	return more, wait, err
+}
+
+func (c *control) fence() (uint64, bool) {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.r.fence.Value()
+}
+
+// pollDDL fetches the next trigger-DDL batch and emits what the fence
+// allows (M28-M35).
+func (c *control) pollDDL() (more bool, err error) {
+	r := c.r
+	fence, ok := c.fence()
+	if !ok { // M29: nothing before every table has initial progress
+		return false, nil
+	}
+	cursor := c.cursor.Ts()
+	// Fetch even when the fence cannot release anything: the answer still
+	// tells how far the store has no DDL (ddlKnown, M33).
+	limit := r.cfg.DDLPollLimit
+	events, next, err := r.deps.SchemaStore.FetchTableTriggerDDLEvents(cursor, limit)
+	if err != nil {
+		return false, c.fetchFailed(cursor, err)
+	}
+	c.failures = 0
+	if len(events) > limit {
+		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor,
+			Err: fmt.Errorf("fetch from %d returned %d events, more than the limit %d", cursor, len(events), limit)}
+	}
+	c.finished = c.finished[:0]
+	for i := range events {
+		c.finished = append(c.finished, events[i].FinishedTs)
+	}
+	plan, err := c.cursor.Apply(c.finished, next, fence, true)
+	if err != nil {
+		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor, Err: fmt.Errorf("fetch from %d: %w", cursor, err)}
+	}
+	for i := 0; i < plan.Emit; i++ {
+		if r.owner.stopped() {
+			return false, nil
+		}
+		ev := &events[i] // M31: the store's event itself, never a copy
+		if err := r.cb.OnDDL(r.runCtx, DDLOutput{Event: ev}); err != nil {
+			return false, callbackErr(ev.TableID, ev.FinishedTs, "OnDDL", err)
+		}
+		r.stats.ddls.Add(1)
+	}
+	// M33: how far every DDL is known delivered. The first event held back
+	// bounds it from above; a partial batch means the store has nothing
+	// else up to next.
+	known := plan.Cursor
+	whole := plan.Emit == len(events)
+	switch {
+	case !whole:
+		known = max(known, events[plan.Emit].FinishedTs-1)
+	case len(events) < limit:
+		known = max(known, next)
+	}
+	if known > c.ddlKnown {
+		c.ddlKnown = known
+	}
+	return whole && len(events) == limit && limit > 0, nil
+}
+
+func (c *control) fetchFailed(cursor uint64, err error) error {
+	r := c.r
+	switch {
+	case r.opts.IsGCBoundary(err):
+		return &FatalError{Trigger: TriggerDDLFetchGC, Ts: cursor, Err: fmt.Errorf("FetchTableTriggerDDLEvents(%d): %w", cursor, err)}
+	case r.opts.IsTransient(err):
+		c.failures++
+		r.stats.fetchFailures.Add(1)
+		if c.failures >= r.opts.MaxFetchRetries {
+			return &FatalError{Trigger: TriggerDDLFetchRepeated, Ts: cursor,
+				Err: fmt.Errorf("%d consecutive transient failures, last: %w", c.failures, err)}
+		}
+		return nil
+	default:
+		return &FatalError{Trigger: TriggerDDLFetch, Ts: cursor, Err: fmt.Errorf("FetchTableTriggerDDLEvents(%d): %w", cursor, err)}
+	}
+}
+
+// checkpoint emits the latest snapshot when it changed and the coalescing
+// interval allows (M36-M39). It returns how long until a pending change is
+// due (0 when nothing is pending).
+func (c *control) checkpoint(now time.Time) (time.Duration, error) {
+	r := c.r
+	r.mu.Lock()
+	_, ok := r.fence.Value()
+	if ok {
+		for i, p := range r.pathOrder {
+			ts, _ := r.fence.Table(p.id)
+			c.cur[i] = min(ts, c.ddlKnown) // M36
+		}
+	}
+	r.mu.Unlock()
+	if !ok {
+		return 0, nil
+	}
+	glob := c.cur[0]
+	changed := !c.emitted
+	for i, v := range c.cur {
+		glob = min(glob, v)
+		if v != c.last[i] {
+			changed = true
+		}
+	}
+	if !changed {
+		return 0, nil
+	}
+	if c.emitted {
+		if due := c.lastAt.Add(r.opts.CheckpointInterval); now.Before(due) { // M38
+			return due.Sub(now), nil
+		}
+		for i, v := range c.cur { // M39: never clamped
+			if v < c.last[i] {
+				id := r.pathOrder[i].id
+				return 0, &FatalError{Trigger: TriggerCheckpointRegression, TableID: id, Ts: v,
+					Err: fmt.Errorf("table %d checkpoint would regress from %d to %d", id, c.last[i], v)}
+			}
+		}
+		if glob < c.lastGlob {
+			return 0, &FatalError{Trigger: TriggerCheckpointRegression, Ts: glob,
+				Err: fmt.Errorf("global checkpoint would regress from %d to %d", c.lastGlob, glob)}
+		}
+	}
+	snap := make(map[int64]uint64, len(c.cur)) // M37: a fresh copy each time
+	for i, p := range r.pathOrder {
+		snap[p.id] = c.cur[i]
+	}
+	if r.owner.stopped() {
+		return 0, nil
+	}
+	if err := r.cb.OnCheckpoint(r.runCtx, Checkpoint{GlobalResolvedTs: glob, TableResolvedTs: snap}); err != nil {
+		return 0, callbackErr(0, glob, "OnCheckpoint", err)
+	}
+	copy(c.last, c.cur)
+	c.lastGlob = glob
+	c.emitted = true
+	c.lastAt = now
+	r.stats.checkpoints.Add(1)
+	r.stats.lastGlobalTs.Store(glob)
+	return 0, nil
+}

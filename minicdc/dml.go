@@ -1,0 +1,169 @@
+package minicdc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/mounter"
+)
+
+// tablePath is one table's subscription consumer: the synchronous DML
+// pipeline of specs/minicdc.md §6. The source calls it from one goroutine
+// at a time, so its fields need no lock; only the shared fence does.
+type tablePath struct {
+	rt  *Runtime
+	id  int64
+	dec RowDecoder
+	out DecodedRow
+
+	// resolved is the path's resolved ts: every row <= it has been handed
+	// to OnRowChanged and the call returned (M26). It starts at the start
+	// ts: rows at or below it are dropped (M20).
+	resolved uint64
+	reported bool
+	// schemaReady caches the highest ts the store is known to have schema
+	// history for this table (M22).
+	schemaReady uint64
+}
+
+var _ kvevent.Consumer = (*tablePath)(nil)
+
+func newTablePath(r *Runtime, id int64, dec RowDecoder) *tablePath {
+	return &tablePath{rt: r, id: id, dec: dec, resolved: r.startTs, schemaReady: r.startTs}
+}
+
+// ConsumeKV decodes and delivers a batch synchronously (M19). It has no
+// error return: a failure is recorded with the error owner, which stops the
+// runtime, and the rest of the batch is not delivered.
+func (p *tablePath) ConsumeKV(entries []kvevent.RawKVEntry) {
+	r := p.rt
+	for i := range entries {
+		if r.owner.stopped() {
+			return
+		}
+		if err := p.consumeOne(&entries[i]); err != nil {
+			r.owner.fail(err)
+			return
+		}
+	}
+}
+
+func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
+	r := p.rt
+	if e.CRTs <= r.startTs { // M20: the start boundary is exclusive
+		r.stats.droppedStart.Add(1)
+		return nil
+	}
+	if e.CRTs <= p.resolved { // M21
+		return &FatalError{Trigger: TriggerOrderingAnomaly, TableID: p.id, Ts: e.CRTs,
+			Err: fmt.Errorf("row commit_ts %d is at or behind the table's resolved ts %d (key %x)", e.CRTs, p.resolved, e.Key)}
+	}
+	schemaTs := e.CRTs - 1 // M22: a DML committed at a DDL's ts was written with the old schema
+	if schemaTs > p.schemaReady {
+		if err := r.waitStoreReady(p.id, schemaTs, r.opts.SchemaReadinessTimeout, TriggerSchemaReadiness); err != nil {
+			if r.runCtx.Err() != nil && !isFatal(err) {
+				return nil // shutting down: the owner already has the reason
+			}
+			return err
+		}
+		p.schemaReady = schemaTs
+	}
+	ti, err := r.deps.SchemaStore.GetTableInfo(p.id, schemaTs)
+	if err == nil && ti == nil {
+		err = errors.New("store returned no TableInfo and no error")
+	}
+	if err != nil {
+		return &FatalError{Trigger: TriggerSchemaLookup, TableID: p.id, Ts: e.CRTs,
+			Err: fmt.Errorf("GetTableInfo(%d, %d): %w", p.id, schemaTs, err)}
+	}
+	p.out = DecodedRow{}
+	if err := p.dec.Decode(e, ti, &p.out); err != nil {
+		trig := TriggerDecode
+		if isMissingOldValue(err) {
+			trig = TriggerOldValue
+		}
+		return &FatalError{Trigger: trig, TableID: p.id, Ts: e.CRTs,
+			Err: fmt.Errorf("decoding key %x: %w", e.Key, err)}
+	}
+	rc := &p.out
+	if rc.RowType == mounter.RowTypeUnknown { // M23: neither value nor old value
+		r.stats.skippedEmpty.Add(1)
+		return nil
+	}
+	if rc.RowType == mounter.RowTypeUpdate && !r.opts.AllowMissingOldValue && len(e.OldValue) == 0 { // M24
+		return &FatalError{Trigger: TriggerOldValue, TableID: p.id, Ts: e.CRTs,
+			Err: fmt.Errorf("update of key %x has no old value", e.Key)}
+	}
+	if r.owner.stopped() { // M41: no callback after the fatal error
+		return nil
+	}
+	err = r.cb.OnRowChanged(r.runCtx, RowChanged{
+		TableID:   p.id,
+		StartTs:   e.StartTs,
+		CommitTs:  e.CRTs,
+		RowType:   rc.RowType,
+		PreRow:    rc.PreRow,
+		Row:       rc.Row,
+		RowKey:    rc.RowKey,
+		TableInfo: ti,
+	})
+	if err != nil {
+		return callbackErr(p.id, e.CRTs, "OnRowChanged", err)
+	}
+	r.stats.rows.Add(1)
+	return nil
+}
+
+// AdvanceResolvedTs records the path's progress (M26) and feeds the fence.
+func (p *tablePath) AdvanceResolvedTs(ts uint64) {
+	r := p.rt
+	if r.owner.stopped() {
+		return
+	}
+	if ts < r.startTs {
+		r.owner.fail(&FatalError{Trigger: TriggerOrderingAnomaly, TableID: p.id, Ts: ts,
+			Err: fmt.Errorf("resolved ts %d is below the start ts %d", ts, r.startTs)})
+		return
+	}
+	if p.reported {
+		if ts == p.resolved {
+			return
+		}
+		if ts < p.resolved {
+			r.owner.fail(&FatalError{Trigger: TriggerOrderingAnomaly, TableID: p.id, Ts: ts,
+				Err: fmt.Errorf("resolved ts regressed from %d to %d", p.resolved, ts)})
+			return
+		}
+	}
+	r.mu.Lock()
+	err := r.fence.Advance(p.id, ts)
+	r.mu.Unlock()
+	if err != nil {
+		r.owner.fail(&FatalError{Trigger: TriggerOrderingAnomaly, TableID: p.id, Ts: ts, Err: err})
+		return
+	}
+	p.resolved = ts
+	p.reported = true
+	r.signalProgress()
+}
+
+func callbackErr(table int64, ts uint64, which string, err error) *FatalError {
+	trig := TriggerCallback
+	if errors.Is(err, ErrReorderOverflow) {
+		trig = TriggerReorderOverflow
+	}
+	return &FatalError{Trigger: trig, TableID: table, Ts: ts, Err: fmt.Errorf("%s: %w", which, err)}
+}
+
+func isFatal(err error) bool {
+	var f *FatalError
+	return errors.As(err, &f)
+}
+
+// isMissingOldValue recognises a decoder's "update without old value"
+// error: it says so through a MissingOldValue() bool method.
+func isMissingOldValue(err error) bool {
+	var m interface{ MissingOldValue() bool }
+	return errors.As(err, &m) && m.MissingOldValue()
+}
