@@ -300,7 +300,6 @@ func (c *Cluster) SplitRaw(k []byte) (left, right topology.Region, err error) {
 	if err != nil {
 		return left, right, fmt.Errorf("fakeupstream: %w", err)
 	}
-	c.feed.InheritIssued(left.ID, id)
 	c.feed.OnRegionChange(id, cdcfeed.SplitOrMerge)
 	return left, right, nil
 }
@@ -313,7 +312,6 @@ func (c *Cluster) Merge(source, target uint64) (topology.Region, error) {
 	if err != nil {
 		return r, fmt.Errorf("fakeupstream: %w", err)
 	}
-	c.feed.InheritIssued(target, source)
 	c.feed.OnRegionChange(source, cdcfeed.SplitOrMerge)
 	c.feed.OnRegionChange(target, cdcfeed.SplitOrMerge)
 	return r, nil

@@ -96,7 +96,7 @@ type Feed struct {
 	byRegion   map[uint64][]*downstream
 	lastTickMs int64
 	maxIssued  uint64
-	issued     map[uint64]uint64 // region id -> greatest resolved ts issued
+	issued     map[issuedKey]*issuedMark // greatest resolved ts issued per region range
 	holds      map[uint64]int64
 	tap        Tap
 	scratch    []byte
@@ -114,7 +114,7 @@ func New(mu sync.Locker, b Backend, cfg Config) *Feed {
 		rng:        rand.New(rand.NewSource(cfg.Seed)),
 		byRegion:   map[uint64][]*downstream{},
 		holds:      map[uint64]int64{},
-		issued:     map[uint64]uint64{},
+		issued:     map[issuedKey]*issuedMark{},
 		lastTickMs: b.Clock.NowMs(),
 	}
 }
@@ -127,15 +127,32 @@ func (f *Feed) SetTap(t Tap) { f.tap = t }
 // promise, so the cluster refuses such commits.
 func (f *Feed) MaxIssuedResolvedTs() uint64 { return f.maxIssued }
 
-// IssuedResolvedTs is the greatest resolved ts issued for region id
-// (inherited across splits and merges).
-func (f *Feed) IssuedResolvedTs(regionID uint64) uint64 { return f.issued[regionID] }
+// IssuedAtOrAbove reports the greatest resolved ts at or above ts that was
+// issued for a region range holding comparable key k (0, false if none).
+// A commit of k at ts would then be invisible to clients that already
+// trust that resolved ts.
+func (f *Feed) IssuedAtOrAbove(k []byte, ts uint64) (uint64, bool) {
+	if ts > f.maxIssued {
+		return 0, false
+	}
+	best, found := uint64(0), false
+	for _, w := range f.issued {
+		if w.ts >= ts && w.ts > best && inRange(k, w.start, w.end) {
+			best, found = w.ts, true
+		}
+	}
+	return best, found
+}
 
-// InheritIssued makes region to carry at least the issued resolved ts of
-// from (the cluster calls it when a split or merge moves a key range from
-// one region id to another).
-func (f *Feed) InheritIssued(to, from uint64) {
-	f.issued[to] = max(f.issued[to], f.issued[from])
+// issuedKey names one region range: the id and its version (a split or
+// merge bumps the version, so the range under one key never changes).
+type issuedKey struct {
+	regionID, version uint64
+}
+
+type issuedMark struct {
+	start, end []byte
+	ts         uint64
 }
 
 // item is one queued delivery of a subscription.
@@ -153,6 +170,9 @@ type downstream struct {
 	cmpEnd     []byte
 	regRawS    []byte // whole region range, raw (resolver scope)
 	regRawE    []byte
+	regCmpS    []byte // whole region range, comparable
+	regCmpE    []byte
+	regVersion uint64
 	oldValue   bool
 	scan       []*cdcpb.Event_Row
 	initSent   bool
@@ -345,6 +365,7 @@ func (f *Feed) register(s *Stream, req *cdcpb.ChangeDataRequest) {
 	d := &downstream{
 		s: s, reqID: req.RequestId, regionID: r.ID,
 		cmpStart: cs, cmpEnd: ce, regRawS: regS, regRawE: regE,
+		regCmpS: r.StartKey, regCmpE: r.EndKey, regVersion: r.Version,
 		oldValue: req.ExtraOp == kvrpcpb.ExtraOp_ReadOldValue,
 	}
 	d.scan = f.incrementalScan(d, rs, re, req.CheckpointTs)
@@ -575,7 +596,12 @@ func (f *Feed) ResolvedRound() {
 			}
 			d.lastQueued = ts
 			f.maxIssued = max(f.maxIssued, ts)
-			f.issued[d.regionID] = max(f.issued[d.regionID], ts)
+			ik := issuedKey{d.regionID, d.regVersion}
+			if m := f.issued[ik]; m != nil {
+				m.ts = max(m.ts, ts)
+			} else {
+				f.issued[ik] = &issuedMark{start: d.regCmpS, end: d.regCmpE, ts: ts}
+			}
 			if len(d.queue) > 0 || f.held(d.regionID) {
 				d.queue = append(d.queue, item{resolved: ts})
 				continue
