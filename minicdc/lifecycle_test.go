@@ -527,8 +527,12 @@ func TestM39_CheckpointRegressionIsFatal(t *testing.T) {
 
 func TestM32_FetchContractViolations(t *testing.T) {
 	for name, fetch := range map[string]func(uint64, int) ([]schemastore.DDLEvent, uint64, error){
-		"event at cursor":    func(s uint64, _ int) ([]schemastore.DDLEvent, uint64, error) { return []schemastore.DDLEvent{{FinishedTs: s}}, s, nil },
-		"out of order":       func(uint64, int) ([]schemastore.DDLEvent, uint64, error) { return []schemastore.DDLEvent{{FinishedTs: 14}, {FinishedTs: 13}}, 20, nil },
+		"event at cursor": func(s uint64, _ int) ([]schemastore.DDLEvent, uint64, error) {
+			return []schemastore.DDLEvent{{FinishedTs: s}}, s, nil
+		},
+		"out of order": func(uint64, int) ([]schemastore.DDLEvent, uint64, error) {
+			return []schemastore.DDLEvent{{FinishedTs: 14}, {FinishedTs: 13}}, 20, nil
+		},
 		"next behind cursor": func(uint64, int) ([]schemastore.DDLEvent, uint64, error) { return nil, 5, nil },
 		"more than limit": func(uint64, int) ([]schemastore.DDLEvent, uint64, error) {
 			return []schemastore.DDLEvent{{FinishedTs: 11}, {FinishedTs: 12}, {FinishedTs: 13}}, 13, nil
