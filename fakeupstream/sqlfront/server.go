@@ -355,3 +355,5 @@ func tablecodecTableKey(dbID, tableID int64) []byte {
 }
 
 func newMounter() *mounter.Mounter { return mounter.New(mounter.Config{}) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
