@@ -165,7 +165,7 @@ func TestClassification(t *testing.T) {
 	}
 }
 
-// Rule MT3: malformed entries are errors naming the key.
+// Rules MT2, MT3, MT15: malformed entries are errors naming the key.
 func TestBadEntries(t *testing.T) {
 	ti := pkIntTable(10, false)
 	val := v2(t, []int64{2}, str("x"))
@@ -452,7 +452,7 @@ func TestPartitionIDs(t *testing.T) {
 	}
 }
 
-// Rule MT20: decoder state is cached per table and rebuilt only when the
+// Rule MT14: decoder state is cached per table and rebuilt only when the
 // TableInfo pointer changes (a new schema version).
 func TestDecoderCache(t *testing.T) {
 	ti := pkIntTable(60, false)

@@ -31,7 +31,7 @@ type column struct {
 }
 
 // tableDecoder is everything the hot path needs for one TableInfo, built
-// once per (table, TableInfo) and reused for every row (rule MT20).
+// once per (table, TableInfo) and reused for every row (rule MT14).
 type tableDecoder struct {
 	ti      *model.TableInfo
 	physIDs []int64 // table id, or partition ids

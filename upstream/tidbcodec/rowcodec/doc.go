@@ -16,5 +16,5 @@
 //
 // Every decoder returns a *DecodeError naming the format, the column id (when
 // one is involved) and the byte offset in the row value; none panics on any
-// input. The rules are in specs/rowcodec.md (R1..R..).
+// input. The rules are in specs/rowcodec.md (R1-R16).
 package rowcodec

@@ -107,7 +107,7 @@ func vectorInput(t *testing.T, c vectorColumn) (value.Datum, Column) {
 	return d, NewColumn(c.ID, ft)
 }
 
-// Rules R1, R10, R12: the rowcodec vectors (TiKV's encoder tests and the
+// Rules R1, R10, R13: the rowcodec vectors (TiKV's encoder tests and the
 // v1 vector) encode to the same bytes and decode back to the inputs.
 func TestVectors(t *testing.T) {
 	n := 0
