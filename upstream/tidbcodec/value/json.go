@@ -174,7 +174,7 @@ func appendJSONText(dst []byte, tc byte, v []byte, depth int) ([]byte, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return dst, fmt.Errorf("json: float64 %v is not valid JSON", f)
 		}
-		return AppendFloatText(dst, f, 64), nil
+		return appendJSONFloat(dst, f), nil
 	case JSONTypeCodeString:
 		l, w := binary.Uvarint(v)
 		return appendJSONString(dst, v[w:w+int(l)]), nil
@@ -200,6 +200,7 @@ func appendJSONText(dst []byte, tc byte, v []byte, depth int) ([]byte, error) {
 		if err := d.Validate(); err != nil {
 			return dst, err
 		}
+		d.Fsp = MaxFsp // JSON text always shows 6 fraction digits
 		dst = append(dst, '"')
 		dst = d.AppendText(dst)
 		return append(dst, '"'), nil
@@ -210,8 +211,8 @@ func appendJSONText(dst []byte, tc byte, v []byte, depth int) ([]byte, error) {
 }
 
 // jsonTime decodes an embedded CoreTime. DATE renders without a time part;
-// DATETIME/TIMESTAMP render with 6 fraction digits when the microsecond is
-// non-zero (fsp is not stored in JSON), spec rule V9.
+// DATETIME/TIMESTAMP always render with 6 fraction digits, as TiDB prints
+// them (fsp is not stored in JSON), spec rule V9.
 func jsonTime(tc byte, core uint64) Time {
 	tp := mysql.TypeDatetime
 	switch tc {
@@ -220,9 +221,9 @@ func jsonTime(tc byte, core uint64) Time {
 	case JSONTypeCodeTimestamp:
 		tp = mysql.TypeTimestamp
 	}
-	t := TimeFromCoreTime(core, tp, 0)
-	if t.Microsecond != 0 && tp != mysql.TypeDate {
-		t.Fsp = MaxFsp
+	t := TimeFromCoreTime(core, tp, MaxFsp)
+	if tp == mysql.TypeDate {
+		t.Fsp = 0
 	}
 	return t
 }
@@ -297,6 +298,35 @@ func appendJSONContainer(dst []byte, tc byte, v []byte, depth int) ([]byte, erro
 		return append(dst, '}'), nil
 	}
 	return append(dst, ']'), nil
+}
+
+// appendJSONFloat formats a JSON double like TiDB: plain notation with
+// shortest digits and at least one fraction digit ("2.0"); exponent
+// notation when |f| >= 1e15 or 0 < |f| < 1e-15, without '+' and without a
+// leading zero in the exponent (spec rule V9).
+func appendJSONFloat(dst []byte, f float64) []byte {
+	abs := math.Abs(f)
+	if abs == 0 || (abs >= 1e-15 && abs < 1e15) {
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+		if bytes.IndexByte(dst[start:], '.') < 0 {
+			dst = append(dst, '.', '0')
+		}
+		return dst
+	}
+	var tmp [32]byte
+	s := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64)
+	e := bytes.IndexByte(s, 'e')
+	dst = append(dst, s[:e+1]...)
+	exp := s[e+1:]
+	if exp[0] == '-' {
+		dst = append(dst, '-')
+	}
+	exp = exp[1:] // drop the sign
+	if len(exp) > 1 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	return append(dst, exp...)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -205,8 +205,11 @@ func randJSON(r *rand.Rand, depth int) any {
 		return r.Uint64() | 1<<63
 	case 4:
 		f := math.Float64frombits(r.Uint64())
-		if math.IsNaN(f) || math.IsInf(f, 0) || f == math.Trunc(f) {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0.5
+		}
+		if r.Intn(4) == 0 {
+			return float64(r.Intn(1000)) // integral doubles keep their type
 		}
 		return f
 	case 5, 6:
@@ -268,7 +271,11 @@ func TestJSONTypedScalars(t *testing.T) {
 	}{
 		{tm, `"2024-02-29 13:14:15.500000"`},
 		{dt, `"2024-02-29"`},
-		{Duration{Nanos: -int64(90 * time.Minute), Fsp: 2}, `"-01:30:00.00"`},
+		{Duration{Nanos: -int64(90 * time.Minute), Fsp: 2}, `"-01:30:00.000000"`},
+		{TimeFromGo(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC), mysql.TypeTimestamp, 0), `"2020-01-02 03:04:05.000000"`},
+		{2.0, `2.0`},
+		{-0.0, `0.0`},
+		{123456789012345.0, `123456789012345.0`},
 		{JSONOpaque{Type: mysql.TypeVarString, Data: []byte("ab")}, `"base64:type253:YWI="`},
 		{[]any{"<&>\u2028\x01\t"}, `["<&>\u2028\u0001\t"]`},
 		{1e-7, `0.0000001`},
