@@ -237,8 +237,11 @@ func (s *Store) applyUpToLocked(target uint64) error {
 			s.log.Info("schemastore: skip DDL job", "job", job.ID, "type", job.Type.String(), "commit_ts", k.ts, "reason", skip)
 			continue
 		}
-		s.h.events = append(s.h.events, *ev)
-		ch.events = append(ch.events, *ev)
+		// The event's table infos are shared with the versions GetTableInfo
+		// hands out; the stored event gets its own copy (rule S40).
+		priv := ev.Clone()
+		s.h.events = append(s.h.events, priv)
+		ch.events = append(ch.events, priv)
 	}
 	s.mu.Unlock()
 	// Persist before publishing: a lookup never sees a resolved ts the
