@@ -1,0 +1,144 @@
+// Package demo is the demo schema and workload `sfemu run` drives through
+// the fake upstream's SQL front: a products table with text, vector, numeric
+// and JSON columns, and a hash-partitioned events table, changed by a steady,
+// seeded mix of inserts, updates, deletes and an occasional DDL.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+)
+
+// Database is the demo database name.
+const Database = "demo"
+
+// Dim is the dimension of the products' embedding vectors.
+const Dim = 8
+
+// Schema creates the demo database and tables.
+var Schema = []string{
+	"CREATE DATABASE IF NOT EXISTS " + Database,
+	"CREATE TABLE IF NOT EXISTS " + Database + ".products (" +
+		"id BIGINT PRIMARY KEY, title VARCHAR(200) NOT NULL, description TEXT, " +
+		"category VARCHAR(32), price DECIMAL(10,2), stock INT NOT NULL DEFAULT 0, " +
+		"attrs JSON, embedding VECTOR(8), updated_at DATETIME(3))",
+	"CREATE TABLE IF NOT EXISTS " + Database + ".events (" +
+		"id BIGINT PRIMARY KEY, product_id BIGINT, kind VARCHAR(16), note VARCHAR(255)) " +
+		"PARTITION BY HASH (id) PARTITIONS 4",
+}
+
+// Setup runs Schema on a session.
+func Setup(ctx context.Context, ss *sqlfront.Session) error {
+	for _, q := range Schema {
+		if _, err := ss.Exec(ctx, q); err != nil {
+			return fmt.Errorf("demo: setup %q: %w", q, err)
+		}
+	}
+	return nil
+}
+
+var (
+	adjectives = []string{"red", "quiet", "rugged", "smart", "tiny", "vintage", "solar", "wireless", "organic", "foldable", "waterproof", "ceramic"}
+	nouns      = []string{"lamp", "kettle", "backpack", "speaker", "bicycle", "notebook", "headphones", "tent", "camera", "chair", "watch", "blender"}
+	categories = []string{"home", "outdoor", "audio", "office", "kitchen", "travel"}
+	phrases    = []string{"built to last", "easy to clean", "ships fast", "award winning design", "quiet operation",
+		"long battery life", "great for camping", "fits in any bag", "energy efficient", "a customer favourite"}
+	kinds = []string{"view", "cart", "purchase", "review"}
+)
+
+// Workload is a seeded generator of demo changes. It is not safe for
+// concurrent use.
+type Workload struct {
+	rng     *rand.Rand
+	ss      *sqlfront.Session
+	nextID  int64
+	nextEv  int64
+	live    []int64 // product ids that exist
+	steps   int
+	ddlStep int
+	// DDLEvery is how many steps pass between DDLs (0 disables them).
+	DDLEvery int
+	// Now renders updated_at values; the caller supplies the clock.
+	Now func() string
+}
+
+// NewWorkload creates a workload writing through ss.
+func NewWorkload(seed int64, ss *sqlfront.Session) *Workload {
+	return &Workload{rng: rand.New(rand.NewSource(seed)), ss: ss, nextID: 1, nextEv: 1, DDLEvery: 500,
+		Now: func() string { return "2024-01-01 00:00:00.000" }}
+}
+
+// Stats counts what the workload did.
+type Stats struct {
+	Inserts, Updates, Deletes, Events, DDLs int
+}
+
+// Step performs one transaction of the mix and reports what it did.
+func (w *Workload) Step(ctx context.Context, st *Stats) error {
+	w.steps++
+	if w.DDLEvery > 0 && w.steps%w.DDLEvery == 0 {
+		st.DDLs++
+		return w.ddl(ctx)
+	}
+	switch p := w.rng.Intn(100); {
+	case p < 40 || len(w.live) < 20:
+		st.Inserts++
+		return w.exec(ctx, w.insertProduct())
+	case p < 70:
+		st.Updates++
+		id := w.live[w.rng.Intn(len(w.live))]
+		return w.exec(ctx, fmt.Sprintf("UPDATE %s.products SET price = %d.%02d, stock = %d, updated_at = '%s' WHERE id = %d",
+			Database, 1+w.rng.Intn(500), w.rng.Intn(100), w.rng.Intn(100), w.Now(), id))
+	case p < 80:
+		st.Deletes++
+		i := w.rng.Intn(len(w.live))
+		id := w.live[i]
+		w.live[i] = w.live[len(w.live)-1]
+		w.live = w.live[:len(w.live)-1]
+		return w.exec(ctx, fmt.Sprintf("DELETE FROM %s.products WHERE id = %d", Database, id))
+	default:
+		st.Events++
+		id := w.nextEv
+		w.nextEv++
+		pid := w.live[w.rng.Intn(len(w.live))]
+		return w.exec(ctx, fmt.Sprintf("INSERT INTO %s.events VALUES (%d, %d, '%s', '%s')",
+			Database, id, pid, kinds[w.rng.Intn(len(kinds))], phrases[w.rng.Intn(len(phrases))]))
+	}
+}
+
+func (w *Workload) exec(ctx context.Context, q string) error {
+	if _, err := w.ss.Exec(ctx, q); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+func (w *Workload) insertProduct() string {
+	id := w.nextID
+	w.nextID++
+	w.live = append(w.live, id)
+	adj, noun := adjectives[w.rng.Intn(len(adjectives))], nouns[w.rng.Intn(len(nouns))]
+	desc := fmt.Sprintf("A %s %s: %s, %s.", adj, noun, phrases[w.rng.Intn(len(phrases))], phrases[w.rng.Intn(len(phrases))])
+	vec := make([]string, Dim)
+	for i := range vec {
+		vec[i] = fmt.Sprintf("%.3f", w.rng.Float64()*2-1)
+	}
+	return fmt.Sprintf("INSERT INTO %s.products (id, title, description, category, price, stock, attrs, embedding, updated_at) "+
+		"VALUES (%d, '%s %s', '%s', '%s', %d.%02d, %d, '{\"color\": \"%s\", \"rating\": %d}', '[%s]', '%s')",
+		Database, id, adj, noun, desc, categories[w.rng.Intn(len(categories))], 1+w.rng.Intn(500), w.rng.Intn(100),
+		w.rng.Intn(100), adj, 1+w.rng.Intn(5), strings.Join(vec, ","), w.Now())
+}
+
+// ddl cycles through an additive and a removing schema change so the demo
+// shows both kinds of schema lineage steps.
+func (w *Workload) ddl(ctx context.Context) error {
+	w.ddlStep++
+	if w.ddlStep%2 == 1 {
+		return w.exec(ctx, "ALTER TABLE "+Database+".products ADD COLUMN promo VARCHAR(64) DEFAULT 'none'")
+	}
+	return w.exec(ctx, "ALTER TABLE "+Database+".products DROP COLUMN promo")
+}
