@@ -435,3 +435,9 @@ func DecimalFromFloat64(f float64) (Decimal, error) {
 	}
 	return ParseDecimal(strconv.FormatFloat(f, 'f', -1, 64))
 }
+
+// DecimalFromInt64 converts an integer exactly.
+func DecimalFromInt64(v int64) Decimal { return MustParseDecimal(strconv.FormatInt(v, 10)) }
+
+// DecimalFromUint64 converts an unsigned integer exactly.
+func DecimalFromUint64(v uint64) Decimal { return MustParseDecimal(strconv.FormatUint(v, 10)) }

@@ -133,3 +133,19 @@ func ParseDuration(s string, fsp int) (Duration, error) {
 	}
 	return d, nil
 }
+
+// DurationFromGo rounds d half away from zero to fsp digits and checks the
+// TIME range.
+func DurationFromGo(d time.Duration, fsp int) (Duration, error) {
+	if fsp < 0 || fsp > MaxFsp {
+		return Duration{}, fmt.Errorf("duration: fsp %d out of range 0..%d", fsp, MaxFsp)
+	}
+	unit := time.Duration(pow10[9-fsp])
+	r := d.Abs()
+	r = (r + unit/2) / unit * unit
+	if d < 0 {
+		r = -r
+	}
+	out := Duration{Nanos: int64(r), Fsp: fsp}
+	return out, out.Validate()
+}

@@ -400,3 +400,29 @@ func TestJSONHostile(t *testing.T) {
 		}
 	}
 }
+
+func TestGoConversions(t *testing.T) {
+	loc := time.FixedZone("UTC+8", 8*3600)
+	g := time.Date(2024, 2, 29, 21, 14, 15, 123456789, loc)
+	ts, err := TimeFromGoRounded(g, mysql.TypeTimestamp, 3)
+	if err != nil || ts.String() != "2024-02-29 13:14:15.123" {
+		t.Errorf("timestamp stored in UTC: %s %v", ts, err)
+	}
+	dt, _ := TimeFromGoRounded(time.Date(2024, 12, 31, 23, 59, 59, 999999999, time.UTC), mysql.TypeDatetime, 6)
+	if dt.String() != "2025-01-01 00:00:00.000000" {
+		t.Errorf("rounding carry: %s", dt)
+	}
+	d, err := DurationFromGo(-(time.Hour + 1500*time.Microsecond), 2)
+	if err != nil || d.String() != "-01:00:00.00" {
+		t.Errorf("duration: %s %v", d, err)
+	}
+	if _, err := DurationFromGo(900*time.Hour, 0); err == nil {
+		t.Error("900h accepted")
+	}
+	if s := DecimalFromInt64(-42).String(); s != "-42" {
+		t.Errorf("decimal %s", s)
+	}
+	if s := DecimalFromUint64(18446744073709551615).String(); s != "18446744073709551615" {
+		t.Errorf("decimal %s", s)
+	}
+}

@@ -308,3 +308,24 @@ func (p *parser) lit(c byte) {
 	}
 	p.i++
 }
+
+// TimeFromGoRounded converts g to a value of type tp at fsp the way TiDB
+// casts: TIMESTAMP values are first converted to UTC (their storage zone),
+// other types keep g's wall clock; the fraction is rounded half up to fsp
+// (with carry). DATE drops the time of day.
+func TimeFromGoRounded(g time.Time, tp byte, fsp int) (Time, error) {
+	if fsp < 0 || fsp > MaxFsp {
+		return Time{}, fmt.Errorf("time: fsp %d out of range 0..%d", fsp, MaxFsp)
+	}
+	if tp == mysql.TypeTimestamp {
+		g = g.UTC()
+	}
+	unit := time.Duration(pow10[9-fsp])
+	ns := time.Duration(g.Nanosecond())
+	g = g.Add((ns+unit/2)/unit*unit - ns)
+	t := TimeFromGo(g, tp, fsp)
+	if err := t.Validate(); err != nil {
+		return Time{}, err
+	}
+	return t, nil
+}
