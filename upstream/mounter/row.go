@@ -226,8 +226,8 @@ func (r Row) Datums(dst []value.Datum) ([]value.Datum, error) {
 		dst = make([]value.Datum, len(td.cols))
 	}
 	dst = dst[:len(td.cols)]
-	clear(dst)
 	if img.handleOnly {
+		clear(dst)
 		for _, off := range td.handleOffs {
 			if dst[off], err = img.m.handleDatum(&td.cols[off]); err != nil {
 				return dst, err
@@ -235,7 +235,7 @@ func (r Row) Datums(dst []value.Datum) ([]value.Datum, error) {
 		}
 		return dst, nil
 	}
-	if err := img.decodeAll(td); err != nil {
+	if err := img.decodeInto(td, dst); err != nil {
 		return dst, err
 	}
 	for k, off := range td.sortedOff {
@@ -243,9 +243,7 @@ func (r Row) Datums(dst []value.Datum) ([]value.Datum, error) {
 			if dst[off], err = img.fill(&td.cols[off]); err != nil {
 				return dst, err
 			}
-			continue
 		}
-		dst[off] = img.datums[k]
 	}
 	return dst, nil
 }
@@ -255,6 +253,20 @@ func (r Row) Datums(dst []value.Datum) ([]value.Datum, error) {
 func (r Row) Visible(offset int) bool {
 	_, td, err := r.live()
 	return err == nil && offset >= 0 && offset < len(td.cols) && td.cols[offset].visible
+}
+
+// decodeInto decodes the visible columns straight into dst (indexed by
+// offset) and sets the invisible ones to NULL.
+func (img *image) decodeInto(td *tableDecoder, dst []value.Datum) error {
+	n := len(td.sorted)
+	if cap(img.states) < n {
+		img.states = make([]rowcodec.CellState, n)
+	}
+	img.states = img.states[:n]
+	for _, off := range td.invisibleOffs {
+		dst[off] = value.Datum{}
+	}
+	return img.view.DecodeColumnsAt(td.sorted, td.sortedOff, dst, img.states)
 }
 
 func (img *image) decodeAll(td *tableDecoder) error {

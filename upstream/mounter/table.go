@@ -45,11 +45,12 @@ type tableDecoder struct {
 	sortedOff []int
 	// visibleOffs lists visible offsets in table order; offSorted maps an
 	// offset to its position in sorted (-1 when not visible).
-	visibleOffs []int
-	offSorted   []int
-	handle      model.HandleInfo
-	handleOffs  []int // handle column offsets in handle order (none for rowid)
-	setupErr    error
+	visibleOffs   []int
+	invisibleOffs []int
+	offSorted     []int
+	handle        model.HandleInfo
+	handleOffs    []int // handle column offsets in handle order (none for rowid)
+	setupErr      error
 }
 
 const maxDenseColumnID = 1 << 16
@@ -123,6 +124,8 @@ func newTableDecoder(ti *model.TableInfo) *tableDecoder {
 		if td.cols[off].visible {
 			td.visibleOffs = append(td.visibleOffs, off)
 			td.sortedOff = append(td.sortedOff, off)
+		} else {
+			td.invisibleOffs = append(td.invisibleOffs, off)
 		}
 	}
 	slices.SortFunc(td.sortedOff, func(a, b int) int {

@@ -13,21 +13,39 @@ import (
 // states must be at least len(cols) long. The walk checks that the row's
 // ids ascend and its offsets do not go backwards.
 func (v *RowView) DecodeColumns(cols []Column, out []value.Datum, states []CellState) error {
-	out = out[:len(cols)]
+	return v.DecodeColumnsAt(cols, nil, out, states)
+}
+
+// DecodeColumnsAt is DecodeColumns writing the datum of cols[k] to
+// out[slots[k]] (states stays indexed by k), so a caller can fill a row in
+// its own column order without copying. slots nil means slots[k] = k.
+func (v *RowView) DecodeColumnsAt(cols []Column, slots []int, out []value.Datum, states []CellState) error {
 	states = states[:len(cols)]
+	if slots != nil {
+		slots = slots[:len(cols)]
+	} else {
+		out = out[:len(cols)]
+	}
 	switch v.format {
 	case FormatV2:
 		if !v.large {
-			return v.decodeColumnsV2Small(cols, out, states)
+			return v.decodeColumnsV2Small(cols, slots, out, states)
 		}
-		return v.decodeColumnsV2(cols, out, states)
+		return v.decodeColumnsV2(cols, slots, out, states)
 	case FormatV1:
-		return v.decodeColumnsV1(cols, out, states)
+		return v.decodeColumnsV1(cols, slots, out, states)
 	}
 	return headerErr(FormatUnknown, 0, "no row: Reset was not called or failed")
 }
 
-func (v *RowView) decodeColumnsV2(cols []Column, out []value.Datum, states []CellState) error {
+func slot(slots []int, k int) int {
+	if slots == nil {
+		return k
+	}
+	return slots[k]
+}
+
+func (v *RowView) decodeColumnsV2(cols []Column, slots []int, out []value.Datum, states []CellState) error {
 	i, nn := 0, v.nNotNull
 	j, end := nn, nn+v.nNull
 	prevNN, prevNull := int64(-1), int64(-1)
@@ -54,7 +72,7 @@ func (v *RowView) decodeColumnsV2(cols []Column, out []value.Datum, states []Cel
 			if err != nil {
 				return err
 			}
-			out[k], states[k] = d, CellValue
+			out[slot(slots, k)], states[k] = d, CellValue
 			prevNN = id
 			i++
 			continue
@@ -71,12 +89,12 @@ func (v *RowView) decodeColumnsV2(cols []Column, out []value.Datum, states []Cel
 			j++
 		}
 		if j < end && v.idAt(j) == id {
-			out[k], states[k] = value.Datum{}, CellNull
+			out[slot(slots, k)], states[k] = value.Datum{}, CellNull
 			prevNull = id
 			j++
 			continue
 		}
-		out[k], states[k] = value.Datum{}, CellAbsent
+		out[slot(slots, k)], states[k] = value.Datum{}, CellAbsent
 	}
 	return nil
 }
@@ -89,7 +107,7 @@ func (v *RowView) unsortedErr(i int, got, prev int64) error {
 	return colErr(FormatV2, got, off, "column ids not strictly ascending: %d after %d", got, prev)
 }
 
-func (v *RowView) decodeColumnsV1(cols []Column, out []value.Datum, states []CellState) error {
+func (v *RowView) decodeColumnsV1(cols []Column, slots []int, out []value.Datum, states []CellState) error {
 	i := 0
 	for k := range cols {
 		c := &cols[k]
@@ -99,25 +117,25 @@ func (v *RowView) decodeColumnsV1(cols []Column, out []value.Datum, states []Cel
 		if i < len(v.v1) && v.v1[i].id == c.ID {
 			e := &v.v1[i]
 			if v.row[e.start] == flagNil {
-				out[k], states[k] = value.Datum{}, CellNull
+				out[slot(slots, k)], states[k] = value.Datum{}, CellNull
 			} else {
 				d, err := decodeDatumV1(v.row[e.start:e.end], c, int(e.start))
 				if err != nil {
 					return err
 				}
-				out[k], states[k] = d, CellValue
+				out[slot(slots, k)], states[k] = d, CellValue
 			}
 			i++
 			continue
 		}
-		out[k], states[k] = value.Datum{}, CellAbsent
+		out[slot(slots, k)], states[k] = value.Datum{}, CellAbsent
 	}
 	return nil
 }
 
 // decodeColumnsV2Small is the merge walk specialised for the small layout
 // (1-byte ids, 2-byte offsets), the layout of nearly every row.
-func (v *RowView) decodeColumnsV2Small(cols []Column, out []value.Datum, states []CellState) error {
+func (v *RowView) decodeColumnsV2Small(cols []Column, slots []int, out []value.Datum, states []CellState) error {
 	row := v.row
 	nn := v.nNotNull
 	ids := row[headerSize : headerSize+nn]
@@ -134,7 +152,7 @@ func (v *RowView) decodeColumnsV2Small(cols []Column, out []value.Datum, states 
 	for k := range cols {
 		c := &cols[k]
 		if uint64(c.ID) > 255 {
-			out[k], states[k] = value.Datum{}, CellAbsent
+			out[slot(slots, k)], states[k] = value.Datum{}, CellAbsent
 			continue
 		}
 		b := byte(c.ID)
@@ -155,7 +173,7 @@ func (v *RowView) decodeColumnsV2Small(cols []Column, out []value.Datum, states 
 			if err != nil {
 				return err
 			}
-			out[k], states[k] = d, CellValue
+			out[slot(slots, k)], states[k] = d, CellValue
 			i++
 			continue
 		}
@@ -163,11 +181,11 @@ func (v *RowView) decodeColumnsV2Small(cols []Column, out []value.Datum, states 
 			j++
 		}
 		if j < len(nullIDs) && nullIDs[j] == b {
-			out[k], states[k] = value.Datum{}, CellNull
+			out[slot(slots, k)], states[k] = value.Datum{}, CellNull
 			j++
 			continue
 		}
-		out[k], states[k] = value.Datum{}, CellAbsent
+		out[slot(slots, k)], states[k] = value.Datum{}, CellAbsent
 	}
 	return nil
 }

@@ -215,6 +215,16 @@ func TestGoldenRowsDecode(t *testing.T) {
 						t.Fatalf("column %d: DecodeColumns %v/%v, Column %v/%v", sorted[k].ID, out[k], states[k], d, found)
 					}
 				}
+				// The slotted walk writes each datum at its schema position.
+				byPos := make([]value.Datum, len(cols))
+				if err := v.DecodeColumnsAt(sorted, perm, byPos, states); err != nil {
+					t.Fatalf("DecodeColumnsAt: %v", err)
+				}
+				for k := range sorted {
+					if !byPos[perm[k]].Equal(&out[k]) {
+						t.Fatalf("column %d: DecodeColumnsAt %v, DecodeColumns %v", sorted[k].ID, byPos[perm[k]], out[k])
+					}
+				}
 			})
 		}
 	}
