@@ -17,7 +17,8 @@ type control struct {
 	// ddlKnown: every DDL with FinishedTs <= ddlKnown has reached OnDDL
 	// (M33).
 	ddlKnown uint64
-	finished []uint64 // reused FinishedTs scratch
+	finished []uint64 // reused scratch: distinct FinishedTs of a batch
+	groupEnd []int    // index after the last event of each FinishedTs group
 	failures int      // consecutive transient fetch failures
 
 	// Checkpoint state, indexed like r.pathOrder.
@@ -98,19 +99,37 @@ func (c *control) pollDDL() (more bool, err error) {
 		return false, c.fetchFailed(cursor, err)
 	}
 	c.failures = 0
+	// A store may return more than limit events only to keep events with
+	// equal FinishedTs together (the cursor could not resume between them).
 	if len(events) > limit {
-		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor,
-			Err: fmt.Errorf("fetch from %d returned %d events, more than the limit %d", cursor, len(events), limit)}
+		for _, ev := range events[limit:] {
+			if ev.FinishedTs != events[limit-1].FinishedTs {
+				return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor,
+					Err: fmt.Errorf("fetch from %d returned %d events, more than the limit %d", cursor, len(events), limit)}
+			}
+		}
 	}
+	// The cursor rule works on distinct FinishedTs: events sharing one are
+	// a group, emitted all together or not at all (M32).
 	c.finished = c.finished[:0]
+	c.groupEnd = c.groupEnd[:0]
 	for i := range events {
+		if n := len(c.finished); n > 0 && events[i].FinishedTs == c.finished[n-1] {
+			c.groupEnd[n-1] = i + 1
+			continue
+		}
 		c.finished = append(c.finished, events[i].FinishedTs)
+		c.groupEnd = append(c.groupEnd, i+1)
 	}
 	plan, err := c.cursor.Apply(c.finished, next, fence, true)
 	if err != nil {
 		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor, Err: fmt.Errorf("fetch from %d: %w", cursor, err)}
 	}
-	for i := 0; i < plan.Emit; i++ {
+	emit := 0
+	if plan.Emit > 0 {
+		emit = c.groupEnd[plan.Emit-1]
+	}
+	for i := 0; i < emit; i++ {
 		if r.owner.stopped() {
 			return false, nil
 		}
@@ -123,18 +142,19 @@ func (c *control) pollDDL() (more bool, err error) {
 	// M33: how far every DDL is known delivered. The first event held back
 	// bounds it from above; a partial batch means the store has nothing
 	// else up to next.
-	known := plan.Cursor
-	whole := plan.Emit == len(events)
-	switch {
-	case !whole:
-		known = max(known, events[plan.Emit].FinishedTs-1)
-	case len(events) < limit:
-		known = max(known, next)
+	// The store returns every event in (cursor, next]: a batch is never cut
+	// inside a FinishedTs group, and a partial batch ends at its resolved ts.
+	known := next
+	whole := emit == len(events)
+	if !whole {
+		known = events[emit].FinishedTs - 1
 	}
 	if known > c.ddlKnown {
 		c.ddlKnown = known
 	}
-	return whole && len(events) == limit && limit > 0, nil
+	// A batch that ended at its last event may have been cut: fetch again.
+	more = whole && len(events) > 0 && next == events[len(events)-1].FinishedTs
+	return more, nil
 }
 
 func (c *control) fetchFailed(cursor uint64, err error) error {

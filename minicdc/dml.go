@@ -77,6 +77,11 @@ func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
 		return &FatalError{Trigger: TriggerSchemaLookup, TableID: p.id, Ts: e.CRTs,
 			Err: fmt.Errorf("GetTableInfo(%d, %d): %w", p.id, schemaTs, err)}
 	}
+	if e.OpType == kvevent.OpTypePut && len(e.Value) == 0 && len(e.OldValue) == 0 {
+		// M23: insert and delete in one transaction leave neither image.
+		r.stats.skippedEmpty.Add(1)
+		return nil
+	}
 	p.out = DecodedRow{}
 	if err := p.dec.Decode(e, ti, &p.out); err != nil {
 		trig := TriggerDecode
@@ -87,9 +92,13 @@ func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
 			Err: fmt.Errorf("decoding key %x: %w", e.Key, err)}
 	}
 	rc := &p.out
-	if rc.RowType == mounter.RowTypeUnknown { // M23: neither value nor old value
+	if rc.RowType == mounter.RowTypeUnknown { // M23: the decoder found no row
 		r.stats.skippedEmpty.Add(1)
 		return nil
+	}
+	if rc.TableID != 0 && rc.TableID != p.id { // M23: TiKV sent a key outside the span
+		return &FatalError{Trigger: TriggerDecode, TableID: p.id, Ts: e.CRTs,
+			Err: fmt.Errorf("key %x belongs to table %d, not to the subscribed table %d", e.Key, rc.TableID, p.id)}
 	}
 	if rc.RowType == mounter.RowTypeUpdate && !r.opts.AllowMissingOldValue && len(e.OldValue) == 0 { // M24
 		return &FatalError{Trigger: TriggerOldValue, TableID: p.id, Ts: e.CRTs,
@@ -162,8 +171,11 @@ func isFatal(err error) bool {
 }
 
 // isMissingOldValue recognises a decoder's "update without old value"
-// error: it says so through a MissingOldValue() bool method.
+// error: mounter.ErrMissingOldValue, or a MissingOldValue() bool method.
 func isMissingOldValue(err error) bool {
+	if errors.Is(err, mounter.ErrMissingOldValue) {
+		return true
+	}
 	var m interface{ MissingOldValue() bool }
 	return errors.As(err, &m) && m.MissingOldValue()
 }

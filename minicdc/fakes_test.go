@@ -229,14 +229,28 @@ func (s *fakeStore) FetchTableTriggerDDLEvents(start uint64, limit int) ([]schem
 	}
 	lo := sort.Search(len(s.ddls), func(i int) bool { return s.ddls[i].FinishedTs > start })
 	hi := lo
-	for hi < len(s.ddls) && s.ddls[hi].FinishedTs <= s.resolved && hi-lo < limit {
+	for hi < len(s.ddls) && s.ddls[hi].FinishedTs <= s.resolved {
 		hi++
 	}
-	out := s.ddls[lo:hi:hi]
-	if len(out) == limit {
-		return out, out[len(out)-1].FinishedTs, nil
+	if hi-lo < limit {
+		return s.ddls[lo:hi:hi], max(start, s.resolved), nil
 	}
-	return out, s.resolved, nil
+	// Like the real store: never end a batch inside a group of equal
+	// FinishedTs; a first group longer than limit comes whole.
+	cut := lo + limit
+	if cut < hi {
+		for cut > lo && s.ddls[cut-1].FinishedTs == s.ddls[cut].FinishedTs {
+			cut--
+		}
+		if cut == lo {
+			cut = lo + limit
+			for cut < hi && s.ddls[cut].FinishedTs == s.ddls[lo+limit-1].FinishedTs {
+				cut++
+			}
+		}
+	}
+	out := s.ddls[lo:cut:cut]
+	return out, out[len(out)-1].FinishedTs, nil
 }
 
 func (s *fakeStore) Close() error {
@@ -351,6 +365,9 @@ func (fakeDecoder) Decode(e *kvevent.RawKVEntry, ti *model.TableInfo, out *Decod
 		return missingOldValueErr{}
 	}
 	out.RowKey = append([]byte(nil), e.Key...)
+	if strings.HasPrefix(string(e.Key), "other-table") {
+		out.TableID = 99
+	}
 	switch {
 	case e.OpType == kvevent.OpTypeDelete:
 		out.RowType = mounter.RowTypeDelete
