@@ -42,7 +42,7 @@ func (c *Cluster) Begin() *Txn { return c.BeginAt(c.oracle.Next()) }
 // so it never hands out that ts).
 func (c *Cluster) BeginAt(startTs uint64) *Txn {
 	c.oracle.Observe(startTs)
-	return &Txn{c: c, startTs: startTs, index: map[string]int{}, prewritten: map[string]bool{}, ttl: c.cfg.LockTTLMs}
+	return &Txn{c: c, startTs: startTs, ttl: c.cfg.LockTTLMs}
 }
 
 // StartTs is the transaction's start ts.
@@ -61,12 +61,37 @@ func (t *Txn) add(m mvcc.Mutation) {
 	if t.primary == nil {
 		t.primary = cloneBytes(m.Key)
 	}
-	if i, ok := t.index[string(m.Key)]; ok {
+	if i, ok := t.find(m.Key); ok {
 		t.muts[i] = m
 		return
 	}
-	t.index[string(m.Key)] = len(t.muts)
 	t.muts = append(t.muts, m)
+	if t.index != nil {
+		t.index[string(m.Key)] = len(t.muts) - 1
+	} else if len(t.muts) > smallTxn {
+		t.index = make(map[string]int, len(t.muts))
+		for i, x := range t.muts {
+			t.index[string(x.Key)] = i
+		}
+	}
+}
+
+// smallTxn is the size up to which buffered keys are searched linearly
+// (most test and demo transactions write a row or two; a map per txn
+// would dominate the cost of a single-row commit).
+const smallTxn = 8
+
+func (t *Txn) find(key []byte) (int, bool) {
+	if t.index != nil {
+		i, ok := t.index[string(key)]
+		return i, ok
+	}
+	for i := range t.muts {
+		if bytes.Equal(t.muts[i].Key, key) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Set buffers a put of key (the last write of a key wins, as in TiDB's
@@ -92,7 +117,7 @@ func (t *Txn) Keys() [][]byte {
 
 // Get reads key at the start ts, seeing the txn's own buffered writes.
 func (t *Txn) Get(key []byte) ([]byte, error) {
-	if i, ok := t.index[string(key)]; ok {
+	if i, ok := t.find(key); ok {
 		switch m := t.muts[i]; m.Op {
 		case mvcc.OpPut:
 			return cloneBytes(m.Value), nil
@@ -156,7 +181,7 @@ func (t *Txn) MinCommitTs() uint64 { return t.minCommit }
 func (t *Txn) UseAsyncCommit() { t.async = true }
 
 func (t *Txn) mutation(key []byte) (mvcc.Mutation, error) {
-	i, ok := t.index[string(key)]
+	i, ok := t.find(key)
 	if !ok {
 		return mvcc.Mutation{}, fmt.Errorf("fakeupstream: txn %d has no buffered write of key %x", t.startTs, key)
 	}
@@ -203,6 +228,9 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 	t.c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if t.prewritten == nil {
+		t.prewritten = map[string]bool{}
 	}
 	for _, k := range keys {
 		t.prewritten[string(k)] = true
