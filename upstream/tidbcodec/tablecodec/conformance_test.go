@@ -239,6 +239,19 @@ func TestReferenceVectors(t *testing.T) {
 			default:
 				t.Fatalf("line %d: unknown region key vector %q", r.Line, in.TiDBKey)
 			}
+		case "tablecodec.index_value_layout":
+			// Decoder-side examples: an old-layout unique value (handle 1 +
+			// untouched flag) and a committed clustered-v1 value.
+			iv, err := DecodeIndexValue(mustHex(t, g.Hex))
+			if err != nil {
+				t.Errorf("line %d: %v", r.Line, err)
+			} else if strings.Contains(string(g.Input), "untouched flag") && (!iv.HasIntHandle || iv.IntHandle != 1 || !iv.Untouched) {
+				t.Errorf("line %d: %+v", r.Line, iv)
+			} else if strings.Contains(string(g.Input), "clustered-index v1") && !iv.Clustered {
+				t.Errorf("line %d: %+v", r.Line, iv)
+			}
+			n++
+			continue
 		default:
 			continue
 		}
@@ -247,8 +260,8 @@ func TestReferenceVectors(t *testing.T) {
 			t.Errorf("line %d %s: %x, want %s", r.Line, r.Kind, got, g.Hex)
 		}
 	}
-	if n != 8 {
-		t.Fatalf("applied %d key vectors, want 8", n)
+	if n != 10 {
+		t.Fatalf("applied %d key vectors, want 10", n)
 	}
 }
 
