@@ -120,3 +120,45 @@ func DecodeIndexValue(v []byte) (IndexValue, error) {
 	}
 	return iv, nil
 }
+
+// AppendIndexValue appends the value TiDB writes for an index entry (rule
+// K24), choosing the layout from what iv carries: Clustered → clustered v1
+// (TailLen 0, 7d 01, segments); no segment at all → old layout (8-byte
+// handle for a unique index on an int-handle table, else "0"); otherwise
+// version 0 (TailLen, segments, then the int handle or zero padding up to
+// 10 bytes). Untouched is not written (it never reaches storage).
+func AppendIndexValue(b []byte, iv IndexValue) []byte {
+	segments := func(b []byte) []byte {
+		if iv.CommonHandle != nil {
+			b = append(b, commonHandleFlag)
+			b = binary.BigEndian.AppendUint16(b, uint16(len(iv.CommonHandle)))
+			b = append(b, iv.CommonHandle...)
+		}
+		if iv.HasPartitionID {
+			b = codec.EncodeInt(append(b, partitionIDFlag), iv.PartitionID)
+		}
+		return append(b, iv.RestoreData...)
+	}
+	if iv.Clustered {
+		return segments(append(b, 0, indexVersionFlag, 1))
+	}
+	if iv.CommonHandle == nil && !iv.HasPartitionID && iv.RestoreData == nil {
+		if iv.HasIntHandle {
+			return binary.BigEndian.AppendUint64(b, uint64(iv.IntHandle))
+		}
+		return append(b, nonUniqueOldIndexValue)
+	}
+	start := len(b)
+	b = segments(append(b, 0))
+	tail := 0
+	if iv.HasIntHandle {
+		b = binary.BigEndian.AppendUint64(b, uint64(iv.IntHandle))
+		tail = 8
+	}
+	for len(b)-start < 10 {
+		b = append(b, 0)
+		tail++
+	}
+	b[start] = byte(tail)
+	return b
+}
