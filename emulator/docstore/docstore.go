@@ -104,9 +104,8 @@ type Change struct {
 // Batch plans a sequence of mutations against a store.
 type Batch struct {
 	s       *Store
-	overlay map[string]*Entry
-	old     map[string]*Entry
-	order   []string
+	idx     map[string]int // pk -> index into changes
+	changes []Change
 	// Applied counts mutations that changed state; Stale those skipped by
 	// the version guard.
 	Applied, Stale int
@@ -114,22 +113,23 @@ type Batch struct {
 
 // NewBatch starts planning against s.
 func (s *Store) NewBatch(sizeHint int) *Batch {
-	return &Batch{s: s, overlay: make(map[string]*Entry, sizeHint), old: make(map[string]*Entry, sizeHint)}
+	return &Batch{s: s, idx: make(map[string]int, sizeHint), changes: make([]Change, 0, sizeHint)}
 }
 
 func (b *Batch) current(pk string) *Entry {
-	if e, ok := b.overlay[pk]; ok {
-		return e
+	if i, ok := b.idx[pk]; ok {
+		return b.changes[i].New
 	}
 	return b.s.m[pk]
 }
 
 func (b *Batch) set(pk string, e *Entry) {
-	if _, seen := b.overlay[pk]; !seen {
-		b.old[pk] = b.s.m[pk]
-		b.order = append(b.order, pk)
+	if i, ok := b.idx[pk]; ok {
+		b.changes[i].New = e
+		return
 	}
-	b.overlay[pk] = e
+	b.idx[pk] = len(b.changes)
+	b.changes = append(b.changes, Change{PK: pk, Old: b.s.m[pk], New: e})
 }
 
 // Upsert applies the version guard (E38) to an upsert. It reports whether
@@ -156,19 +156,14 @@ func (b *Batch) Delete(pk string, commitTs uint64) bool {
 	return true
 }
 
-// Changes returns the net change per key in first-touch order.
-func (b *Batch) Changes() []Change {
-	out := make([]Change, len(b.order))
-	for i, pk := range b.order {
-		out[i] = Change{PK: pk, Old: b.old[pk], New: b.overlay[pk]}
-	}
-	return out
-}
+// Changes returns the net change per key in first-touch order. The slice
+// is owned by the batch; do not modify it.
+func (b *Batch) Changes() []Change { return b.changes }
 
 // Commit makes the batch's changes visible.
 func (s *Store) Commit(b *Batch) {
-	for _, pk := range b.order {
-		s.Put(pk, b.overlay[pk])
+	for _, ch := range b.changes {
+		s.Put(ch.PK, ch.New)
 	}
 }
 

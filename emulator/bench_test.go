@@ -1,0 +1,242 @@
+package emulator
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+)
+
+const benchBatch = 1000
+
+func docBatch(tok string, seq uint64, firstID int, ts uint64) *apiv1.MutationBatch {
+	muts := make([]*apiv1.Mutation, benchBatch)
+	for i := range muts {
+		id := firstID + i
+		muts[i] = &apiv1.Mutation{Seq: seq + uint64(i), CommitTs: ts, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: fmt.Sprint(id),
+			Fields: map[string]*apiv1.Value{"id": val(id), "body": val("some stored text of a modest row"), "n": val(id % 10)}}
+	}
+	return &apiv1.MutationBatch{SourcePartition: "table:200", SourceEpoch: 1, FirstSeq: seq, SchemaGenerationToken: tok, Mutations: muts}
+}
+
+// BenchmarkIngestDocumentFsync: document-only collection on disk, batches of
+// 1,000 upserts, one fsynced bbolt commit per batch (E41, E60).
+func BenchmarkIngestDocumentFsync(b *testing.B) {
+	for _, mode := range []string{"insert", "update", "insert-memory"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := b.TempDir()
+			if mode == "insert-memory" {
+				dir = "" // the same path without storage: the CPU cost alone
+			}
+			e, err := Open(dir, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			tok := mustCreate(b, e, docDef("docs"), 1).GetSchemaGenerationToken()
+			batches := make([]*apiv1.MutationBatch, b.N)
+			for i := range batches {
+				first := i * benchBatch
+				if mode == "update" {
+					first = (i % 20) * benchBatch // a 20k-row working set
+				}
+				batches[i] = docBatch(tok, uint64(i*benchBatch+1), first, uint64(10+i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := e.Ingest(bg, batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+var words = func() []string {
+	rng := rand.New(rand.NewSource(7))
+	out := make([]string, 5000)
+	letters := "abcdefghijklmnopqrstuvwxyz"
+	for i := range out {
+		n := 3 + rng.Intn(7)
+		var sb strings.Builder
+		for j := 0; j < n; j++ {
+			sb.WriteByte(letters[rng.Intn(len(letters))])
+		}
+		out[i] = sb.String()
+	}
+	return out
+}()
+
+func sentence(rng *rand.Rand, zipf *rand.Zipf, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = words[zipf.Uint64()]
+	}
+	return strings.Join(parts, " ")
+}
+
+func textDef() *apiv1.CollectionDefinition {
+	return &apiv1.CollectionDefinition{
+		Name: "articles",
+		Fields: []*apiv1.Field{
+			{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
+			{Name: "title", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_TEXT},
+			{Name: "body", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_TEXT},
+		},
+		PrimaryKey:       []string{"id"},
+		SourcePartitions: []string{"table:300"},
+	}
+}
+
+func textBatches(tok string, n int, seed int64) []*apiv1.MutationBatch {
+	rng := rand.New(rand.NewSource(seed))
+	zipf := rand.NewZipf(rng, 1.1, 1, uint64(len(words)-1))
+	var out []*apiv1.MutationBatch
+	for start := 0; start < n; start += benchBatch {
+		b := &apiv1.MutationBatch{SourcePartition: "table:300", SourceEpoch: 1, FirstSeq: uint64(start + 1), SchemaGenerationToken: tok}
+		for i := 0; i < benchBatch && start+i < n; i++ {
+			id := start + i
+			b.Mutations = append(b.Mutations, &apiv1.Mutation{Seq: uint64(id + 1), CommitTs: uint64(10 + start/benchBatch), Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT,
+				PrimaryKey: fmt.Sprint(id), Fields: map[string]*apiv1.Value{"id": val(id), "title": val(sentence(rng, zipf, 6)), "body": val(sentence(rng, zipf, 40))}})
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// BenchmarkIngestText: in-memory text collection; time until the text
+// modality has indexed every batch (rows/s of the text modality).
+func BenchmarkIngestText(b *testing.B) {
+	e := openMem(b, Options{})
+	tok := mustCreate(b, e, textDef(), 1).GetSchemaGenerationToken()
+	batches := textBatches(tok, b.N*benchBatch, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, bt := range batches {
+		if _, err := e.Ingest(bg, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.WaitIndexed()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(p(0.50), "p50-µs")
+	b.ReportMetric(p(0.99), "p99-µs")
+}
+
+var (
+	text100kOnce sync.Once
+	text100k     *Emulator
+)
+
+// BenchmarkTextSearch100k: BM25 search latency over 100k documents.
+func BenchmarkTextSearch100k(b *testing.B) {
+	text100kOnce.Do(func() {
+		e, err := Open("", Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tok := mustCreate(b, e, textDef(), 1).GetSchemaGenerationToken()
+		for _, bt := range textBatches(tok, 100_000, 2) {
+			if _, err := e.Ingest(bg, bt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mustAdvance(b, e, "table:300", 1, 1<<40)
+		e.WaitIndexed()
+		text100k = e
+	})
+	rng := rand.New(rand.NewSource(3))
+	zipf := rand.NewZipf(rng, 1.1, 1, uint64(len(words)-1))
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q := sentence(rng, zipf, 2)
+		t0 := time.Now()
+		if _, err := text100k.Search(bg, &apiv1.SearchRequest{Collection: "articles", Text: &apiv1.TextQuery{Query: q}, Limit: 10, KeysOnly: true}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+var (
+	vec100kOnce sync.Once
+	vec100k     *Emulator
+)
+
+const vecDim = 128
+
+func randVec(rng *rand.Rand) []float32 {
+	v := make([]float32, vecDim)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// BenchmarkVectorSearch100k: k=10 nearest neighbours over 100k x 128-dim
+// cosine vectors (HNSW above the vector package's threshold).
+func BenchmarkVectorSearch100k(b *testing.B) {
+	vec100kOnce.Do(func() {
+		e, err := Open("", Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		def := &apiv1.CollectionDefinition{
+			Name: "vecs",
+			Fields: []*apiv1.Field{
+				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
+				{Name: "emb", Type: apiv1.FieldType_FIELD_TYPE_VECTOR, Role: apiv1.FieldRole_FIELD_ROLE_VECTOR, VectorDim: vecDim},
+			},
+			PrimaryKey:       []string{"id"},
+			SourcePartitions: []string{"table:400"},
+		}
+		tok := mustCreate(b, e, def, 1).GetSchemaGenerationToken()
+		rng := rand.New(rand.NewSource(4))
+		for start := 0; start < 100_000; start += benchBatch {
+			bt := &apiv1.MutationBatch{SourcePartition: "table:400", SourceEpoch: 1, FirstSeq: uint64(start + 1), SchemaGenerationToken: tok}
+			for i := 0; i < benchBatch; i++ {
+				id := start + i
+				bt.Mutations = append(bt.Mutations, &apiv1.Mutation{Seq: uint64(id + 1), CommitTs: 10, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT,
+					PrimaryKey: fmt.Sprint(id), Fields: map[string]*apiv1.Value{"id": val(id), "emb": val(randVec(rng))}})
+			}
+			if _, err := e.Ingest(bg, bt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mustAdvance(b, e, "table:400", 1, 1<<40)
+		e.WaitIndexed()
+		vec100k = e
+	})
+	rng := rand.New(rand.NewSource(5))
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q := randVec(rng)
+		t0 := time.Now()
+		if _, err := vec100k.Search(bg, &apiv1.SearchRequest{Collection: "vecs", Vector: &apiv1.VectorQuery{Field: "emb", Vector: q}, Limit: 10, KeysOnly: true}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}

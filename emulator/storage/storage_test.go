@@ -1,0 +1,106 @@
+package storage
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/docstore"
+)
+
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &apiv1.CollectionStatus{Definition: &apiv1.CollectionDefinition{Name: "c"}, Lineage: &apiv1.Lineage{SchemaVersion: 2}}
+	ps := &apiv1.PartitionState{SourcePartition: "table:1", Collection: "c", SourceEpoch: 3, LastSeq: 9, ResolvedTs: 77}
+	live := &docstore.Entry{Version: 5, Partition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_StringValue{StringValue: "x"}}}}
+	err = db.Update(func(tx *Tx) error {
+		if err := tx.PutCollection(rec); err != nil {
+			return err
+		}
+		if err := tx.PutPartition(ps); err != nil {
+			return err
+		}
+		if err := tx.PutEntry("c", "k1", live); err != nil {
+			return err
+		}
+		if err := tx.PutEntry("c", "k2", &docstore.Entry{Version: 6, Deleted: true}); err != nil {
+			return err
+		}
+		return tx.PutIdempotency(IdempotencyKey("cl", "key"), [32]byte{1}, []byte("resp"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	docs := map[string]*docstore.Entry{}
+	snap, err := db.Load(func(coll, pk string, e *docstore.Entry) error {
+		docs[coll+"/"+pk] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Collections) != 1 || !proto.Equal(snap.Collections[0], rec) || len(snap.Partitions) != 1 || !proto.Equal(snap.Partitions[0], ps) {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	if r := snap.Idempotency[string(IdempotencyKey("cl", "key"))]; r.Digest[0] != 1 || !bytes.Equal(r.Response, []byte("resp")) {
+		t.Fatalf("idem %+v", r)
+	}
+	if d := docs["c/k1"]; d == nil || d.Version != 5 || d.Partition != "table:1" || d.Fields["a"].GetStringValue() != "x" {
+		t.Fatalf("live doc %+v", d)
+	}
+	if d := docs["c/k2"]; d == nil || !d.Deleted || d.Version != 6 {
+		t.Fatalf("tombstone %+v", d)
+	}
+	// ClearDocs and DeletePartition.
+	if err := db.Update(func(tx *Tx) error {
+		if err := tx.ClearDocs("c"); err != nil {
+			return err
+		}
+		if err := tx.ClearDocs("never"); err != nil {
+			return err
+		}
+		return tx.DeletePartition("table:1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	snap, err = db.Load(func(string, string, *docstore.Entry) error { n++; return nil })
+	if err != nil || n != 0 || len(snap.Partitions) != 0 {
+		t.Fatalf("after clear: %d docs, %v, %v", n, snap, err)
+	}
+}
+
+func TestDecodeEntryErrors(t *testing.T) {
+	for _, b := range [][]byte{nil, {'T'}, {'T', 0x80}, {'T', 1, 2}, {'X'}, {'D', 0xff}} {
+		if _, err := DecodeEntry(b); err == nil {
+			t.Errorf("DecodeEntry(%x) accepted", b)
+		}
+	}
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(EncodeEntry(nil, &docstore.Entry{Version: 3, Deleted: true}))
+	f.Add(EncodeEntry(nil, &docstore.Entry{Version: 3, Partition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_Int64Value{Int64Value: 1}}}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeEntry(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeEntry(EncodeEntry(nil, e))
+		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted {
+			t.Fatalf("re-encode of %x: %+v vs %+v (%v)", b, again, e, err)
+		}
+	})
+}
