@@ -109,8 +109,10 @@ type partition struct {
 	buf     *reorder.Waiter[Mutation]
 
 	// Row path (the path's delivery goroutine only).
-	copier rowCopier
-	shapes shapeCache
+	copier  rowCopier
+	shapes  shapeCache
+	preRow  mounterRow
+	postRow mounterRow
 	// skip is the stored resolved ts at open: rows at or below it are
 	// acknowledged data (N20). Immutable after Open.
 	skip uint64
@@ -380,7 +382,7 @@ func (e *OverflowError) Unwrap() []error {
 }
 
 // runtimeOverflowSentinels are the runtime's sentinels the overflow error
-// must also match (M14); filled in by the minicdc adapter file.
+// must also match (M14); set in callback.go.
 var runtimeOverflowSentinels []error
 
 // drainAndIngest seals p at ts (ddl or checkpoint), drains, sequences and

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/reorder"
 	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
@@ -386,6 +387,7 @@ func TestN12NoEarlyEmissionUnderPressureAndN13Overflow(t *testing.T) {
 	tm.fire <- time.Time{}
 	err := <-done
 	require.True(t, errors.Is(err, ErrReorderOverflow), "got %v", err)
+	require.True(t, errors.Is(err, minicdc.ErrReorderOverflow), "the runtime must see its own sentinel (M14)")
 	var oe *reorder.OverflowError
 	require.ErrorAs(t, err, &oe)
 	require.Equal(t, "table:42", oe.Partition)

@@ -78,8 +78,8 @@ type slab struct {
 }
 
 const (
-	slabVals  = 4096
-	slabBytes = 256 << 10
+	slabVals  = 1024
+	slabBytes = 32 << 10
 )
 
 func (s *slab) takeVals(n int) []ownedVal {
@@ -114,7 +114,8 @@ type rowCopier struct {
 	keyBuf  []byte     // primary key being built
 	oldKey  []byte     // key of an update's old image
 	comp    []byte     // one key component
-	tmpVals []ownedVal // values of the row being copied
+	tmpVals []ownedVal // scratch values of a key-only image
+	cur     []ownedVal // values of the image being copied (slab or tmpVals)
 }
 
 // RowError names the table, column and problem of a row that cannot be
@@ -133,16 +134,16 @@ func (e *RowError) Error() string {
 func (e *RowError) Unwrap() error { return e.Err }
 
 // copyImage reads the shape's fields (only the key fields when keyOnly)
-// from src into c.tmpVals/c.scratch.
+// into c.cur and c.scratch. A full image's values go straight into slab
+// memory (they become the mutation's); a key-only image uses scratch.
 func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, rowKey []byte, tableID int64, commitTs uint64, keyOnly bool) error {
 	c.scratch = c.scratch[:0]
-	if cap(c.tmpVals) < len(s.fields) {
-		c.tmpVals = make([]ownedVal, len(s.fields))
-	}
-	c.tmpVals = c.tmpVals[:len(s.fields)]
 	n := len(s.fields)
 	if keyOnly {
+		c.useTmpVals(n)
 		n = len(s.pk)
+	} else {
+		c.cur = c.slab.takeVals(n)
 	}
 	for j := 0; j < n; j++ {
 		i := j
@@ -171,9 +172,18 @@ func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, r
 				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
 			}
 		}
-		c.tmpVals[i] = v
+		c.cur[i] = v
 	}
 	return nil
+}
+
+func (c *rowCopier) useTmpVals(n int) {
+	if cap(c.tmpVals) < n {
+		c.tmpVals = make([]ownedVal, n)
+	}
+	c.tmpVals = c.tmpVals[:n]
+	clear(c.tmpVals)
+	c.cur = c.tmpVals
 }
 
 // lower converts one datum to the owned value of field f (N17, E42),
@@ -290,11 +300,11 @@ func (c *rowCopier) appendText(k valKind, d *value.Datum) (ownedVal, error) {
 }
 
 // buildKey renders the canonical primary key (E14, N19) of the row in
-// c.tmpVals/c.scratch into c.keyBuf.
+// c.cur/c.scratch into c.keyBuf.
 func (c *rowCopier) buildKey(s *shape) error {
 	c.keyBuf = c.keyBuf[:0]
 	for i, fi := range s.pk {
-		v := &c.tmpVals[fi]
+		v := &c.cur[fi]
 		c.comp = c.comp[:0]
 		switch v.kind {
 		case vInt:
@@ -343,9 +353,7 @@ func (c *rowCopier) own(s *shape, commitTs uint64, kind apiv1.MutationKind, with
 	c.scratch = append(c.scratch, c.keyBuf...)
 	m.data = c.slab.copyBytes(c.scratch)
 	if withVals {
-		vals := c.slab.takeVals(len(c.tmpVals))
-		copy(vals, c.tmpVals)
-		m.vals = vals
+		m.vals = c.cur // already slab memory (copyImage)
 	}
 	return m
 }

@@ -149,10 +149,10 @@ func (c *rowCopier) keyFromRowKey(s *shape, ti *model.TableInfo, key []byte) err
 		return err
 	}
 	c.scratch = c.scratch[:0]
-	c.tmpVals = append(c.tmpVals[:0], make([]ownedVal, len(s.fields))...)
-	c.tmpVals[s.pk[0]] = ownedVal{kind: vInt, num: uint64(h)}
+	c.useTmpVals(len(s.fields))
+	c.cur[s.pk[0]] = ownedVal{kind: vInt, num: uint64(h)}
 	if f := s.fields[s.pk[0]]; f.ftype == apiv1.FieldType_FIELD_TYPE_UINT {
-		c.tmpVals[s.pk[0]].kind = vUint
+		c.cur[s.pk[0]].kind = vUint
 	}
 	return nil
 }
