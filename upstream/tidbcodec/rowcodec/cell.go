@@ -17,6 +17,28 @@ func errf(format string, args ...any) error { return fmt.Errorf(format, args...)
 // Column decodes column c from the row: NULL when the row stores NULL, and
 // found=false (with a NULL datum) when the row does not mention the column.
 func (v *RowView) Column(c *Column) (d value.Datum, found bool, err error) {
+	if v.format == FormatV2 && !v.large && uint64(c.ID) <= 255 {
+		// Fast path for the common small layout.
+		row := v.row
+		nn := v.nNotNull
+		if i := searchSmall(row[headerSize:headerSize+nn], byte(c.ID), 0); i >= 0 {
+			start := 0
+			if i > 0 {
+				start = int(binary.LittleEndian.Uint16(row[v.offsOff+2*i-2:]))
+			}
+			end := int(binary.LittleEndian.Uint16(row[v.offsOff+2*i:]))
+			if start > end || end > v.dataEnd-v.dataOff {
+				_, _, err := v.cellV2(i, c.ID)
+				return value.Datum{}, false, err
+			}
+			d, err = decodeCellV2(row[v.dataOff+start:v.dataOff+end], c, v.dataOff+start)
+			return d, true, err
+		}
+		if v.nNull > 0 && searchSmall(row[headerSize+nn:headerSize+nn+v.nNull], byte(c.ID), 0) >= 0 {
+			return value.Datum{}, true, nil
+		}
+		return value.Datum{}, false, nil
+	}
 	st, cell, off, err := v.Find(c.ID)
 	if err != nil || st == CellAbsent {
 		return value.Datum{}, false, err
@@ -92,14 +114,29 @@ func decodeCellV2(b []byte, c *Column, off int) (value.Datum, error) {
 		if !ok {
 			return value.Datum{}, cellErr(FormatV2, c, off, "integer cell of %d bytes (want 1, 2, 4 or 8)", len(b))
 		}
+		if c.cls == clsSigned && x >= c.min && x <= c.max {
+			return value.NewIntDatum(x), nil
+		}
 		return signedDatum(FormatV2, c, off, x)
 	case clsUnsigned:
 		x, ok := compactUnsigned(b)
 		if !ok {
 			return value.Datum{}, cellErr(FormatV2, c, off, "unsigned cell of %d bytes (want 1, 2, 4 or 8)", len(b))
 		}
+		if x <= c.umax {
+			return value.NewUintDatum(x), nil
+		}
 		return unsignedDatum(FormatV2, c, off, x)
-	case clsFloat32, clsFloat64:
+	case clsFloat64:
+		if len(b) != 8 {
+			return value.Datum{}, cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
+		}
+		f := decodeComparableFloat(binary.BigEndian.Uint64(b))
+		if math.Float64bits(f)>>52&0x7ff == 0x7ff { // NaN or ±Inf
+			return floatDatum(FormatV2, c, off, f)
+		}
+		return value.NewFloat64Datum(f), nil
+	case clsFloat32:
 		if len(b) != 8 {
 			return value.Datum{}, cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
 		}
@@ -112,17 +149,26 @@ func decodeCellV2(b []byte, c *Column, off int) (value.Datum, error) {
 		if len(b) < 2 {
 			return value.Datum{}, cellErr(FormatV2, c, off, "decimal cell of %d bytes is shorter than its precision/frac header", len(b))
 		}
+		if b[0] == c.decPrec && b[1] == c.decFrac && len(b)-2 == c.decSize && c.decSize > 0 {
+			return value.NewDecimalDatumBin(b[2:], int(b[0]), int(b[1])), nil
+		}
 		return decimalDatum(FormatV2, c, off, int(b[0]), int(b[1]), b[2:])
 	case clsTime, clsEnum, clsSet, clsBit:
 		x, ok := compactUnsigned(b)
 		if !ok {
 			return value.Datum{}, cellErr(FormatV2, c, off, "%s cell of %d bytes (want 1, 2, 4 or 8)", typeName(c), len(b))
 		}
+		if c.cls == clsTime && validPackedTime(x) && (c.Tp != mysql.TypeDate || x&(1<<41-1) == 0) {
+			return value.NewTimeDatum(x, c.Tp, int(c.fsp)), nil
+		}
 		return uintKindDatum(FormatV2, c, off, x)
 	case clsDuration:
 		x, ok := compactSigned(b)
 		if !ok {
 			return value.Datum{}, cellErr(FormatV2, c, off, "TIME cell of %d bytes (want 1, 2, 4 or 8)", len(b))
+		}
+		if x <= value.MaxDurationNanos && x >= -value.MaxDurationNanos {
+			return value.NewDurationDatum(x, int(c.fsp)), nil
 		}
 		return durationDatum(FormatV2, c, off, x)
 	case clsJSON:

@@ -7,6 +7,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
 // class is how a column's stored bytes are turned into a datum; computed once
@@ -46,6 +48,9 @@ type Column struct {
 	fsp      uint8  // time / duration
 	bitWidth uint8  // BIT: bytes of the value, (flen+7)/8
 	bitLen   uint8  // BIT: declared bits (1..64)
+	decPrec  byte // DECIMAL: declared shape and its bin size, the common cell shape
+	decFrac  byte
+	decSize  int
 	elems    []string
 	setNames []string // SET with few members: names for every bitmask
 	invalid  string   // why the column type cannot be decoded
@@ -89,6 +94,9 @@ func NewColumn(id int64, ft *types.FieldType) Column {
 		}
 	case mysql.TypeNewDecimal:
 		c.cls = clsDecimal
+		if size, err := value.DecimalBinSize(ft.GetFlen(), ft.GetDecimal()); err == nil {
+			c.decPrec, c.decFrac, c.decSize = byte(ft.GetFlen()), byte(ft.GetDecimal()), size
+		}
 	case mysql.TypeDate, mysql.TypeDatetime, mysql.TypeTimestamp:
 		c.cls = clsTime
 		if c.Tp != mysql.TypeDate {

@@ -194,18 +194,31 @@ func (v *RowView) searchV2(id int64, lo, hi int) int {
 	if id < 0 || id > math.MaxUint8 {
 		return -1
 	}
-	ids := v.row[headerSize : headerSize+hi]
-	want := byte(id)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		got := ids[m]
-		if got < want {
-			lo = m + 1
-		} else if got > want {
-			hi = m
-		} else {
-			return m
+	return searchSmall(v.row[headerSize+lo:headerSize+hi], byte(id), lo)
+}
+
+// searchSmall finds want in ascending 1-byte ids and returns its index plus
+// base, or -1. Dense ids (no dropped columns: id = first + index) are found
+// with one probe; otherwise a branch-free binary search keeps lookups
+// cheap whatever the column.
+func searchSmall(ids []byte, want byte, base int) int {
+	n := len(ids)
+	if n == 0 {
+		return -1
+	}
+	if g := int(want) - int(ids[0]); g >= 0 && g < n && ids[g] == want {
+		return base + g
+	}
+	lo := 0
+	for n > 1 {
+		half := n >> 1
+		if ids[lo+half] <= want {
+			lo += half
 		}
+		n -= half
+	}
+	if ids[lo] == want {
+		return base + lo
 	}
 	return -1
 }
