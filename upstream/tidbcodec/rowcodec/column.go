@@ -48,7 +48,7 @@ type Column struct {
 	fsp      uint8  // time / duration
 	bitWidth uint8  // BIT: bytes of the value, (flen+7)/8
 	bitLen   uint8  // BIT: declared bits (1..64)
-	decPrec  byte // DECIMAL: declared shape and its bin size, the common cell shape
+	decPrec  byte   // DECIMAL: declared shape and its bin size, the common cell shape
 	decFrac  byte
 	decSize  int
 	elems    []string
