@@ -352,11 +352,15 @@ func (f *Feed) register(s *Stream, req *cdcpb.ChangeDataRequest) {
 		// TiKV falls back to the whole region when the range is unusable.
 		cs, ce = r.StartKey, r.EndKey
 	}
-	rs, err1 := rawBound(cs)
-	re, err2 := rawBound(ce)
 	regS, err3 := rawBound(r.StartKey)
 	regE, err4 := rawBound(r.EndKey)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	rs, err1 := rawBound(cs)
+	re, err2 := rawBound(ce)
+	if err1 != nil || err2 != nil {
+		// Like TiKV: keys that do not decode observe the whole region.
+		cs, ce, rs, re = r.StartKey, r.EndKey, regS, regE
+	}
+	if err := errors.Join(err3, err4); err != nil {
 		// Only decodable boundaries are produced by the cluster; anything
 		// else is a bug in the caller, reported as an unknown region error.
 		reject(&cdcpb.Error{})

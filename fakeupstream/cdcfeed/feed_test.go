@@ -556,3 +556,18 @@ func BenchmarkFeedFanout(b *testing.B) {
 	c.DeliverAll()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// Rule F-11: request keys that are not comparable keys make TiKV observe
+// the whole region.
+func TestUndecodableRangeObservesRegion(t *testing.T) {
+	c := newCluster(t, 1)
+	cl := newClient(t, c)
+	r := c.Regions()[0]
+	put(t, c, "a", "1")
+	req := &cdcpb.ChangeDataRequest{RegionId: r.ID, RegionEpoch: r.Epoch(), CheckpointTs: 1, RequestId: 1,
+		StartKey: []byte{0x01, 0x02}, EndKey: []byte{0xff, 0x00}}
+	if err := cl.stream(1).Send(req); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, cl.drain(1), []string{"r1 COMMITTED PUT a v=1 old=", "r1 INITIALIZED UNKNOWN  v= old="})
+}
