@@ -16,6 +16,8 @@ import (
 
 var _ kvevent.SnapshotReader = (*fakeupstream.Cluster)(nil)
 
+// Rule C-1 / C-4: a txn reads its own buffered writes over the snapshot at
+// its start ts; committed data is visible from the commit ts on.
 func TestTxnReadYourWritesAndSnapshot(t *testing.T) {
 	c := newCluster(t, 1)
 	ctx := context.Background()
@@ -55,7 +57,7 @@ func TestTxnReadYourWritesAndSnapshot(t *testing.T) {
 	}
 }
 
-// A lock left behind blocks readers at or above its start ts until the
+// Rule C-3 / MVCC-2: a lock left behind blocks readers at or above its start ts until the
 // resolver clears it; a read below it is fine.
 func TestAbandonedLockBlocksUntilResolved(t *testing.T) {
 	c := newCluster(t, 1)
@@ -87,7 +89,7 @@ func TestAbandonedLockBlocksUntilResolved(t *testing.T) {
 	}
 }
 
-// A txn whose primary committed but whose secondary was left locked is
+// Rule C-2 / C-3: a txn whose primary committed but whose secondary was left locked is
 // finished by the resolver at the primary's commit ts.
 func TestResolverCommitsSecondaries(t *testing.T) {
 	c := newCluster(t, 1)
@@ -111,7 +113,7 @@ func TestResolverCommitsSecondaries(t *testing.T) {
 	}
 }
 
-// Async commit: the resolver commits from the locks alone.
+// Rule C-3 / MVCC-6: async commit: the resolver commits from the locks alone.
 func TestResolverAsyncCommit(t *testing.T) {
 	c := newCluster(t, 1)
 	tx := c.Begin()
@@ -127,7 +129,7 @@ func TestResolverAsyncCommit(t *testing.T) {
 	}
 }
 
-// Topology changes in the middle of a transaction do not disturb it.
+// Rule F-10: topology changes in the middle of a transaction do not disturb it.
 func TestSplitMergeLeaderMidTxn(t *testing.T) {
 	c := newCluster(t, 1)
 	k1, k2 := tablecodec.EncodeIntRecordKey(nil, 5, 1), tablecodec.EncodeIntRecordKey(nil, 5, 100)
@@ -166,6 +168,7 @@ func TestSplitMergeLeaderMidTxn(t *testing.T) {
 	}
 }
 
+// Rule C-4 / MVCC-7: GC through the SnapshotReader.
 func TestGCThroughCluster(t *testing.T) {
 	c := newCluster(t, 1)
 	ctx := context.Background()
@@ -189,6 +192,8 @@ func TestGCThroughCluster(t *testing.T) {
 	}
 }
 
+// Rule TSO (wall clock) / S-1: the real-time driver delivers rows and
+// advances resolved ts without virtual time.
 func TestRealClockMode(t *testing.T) {
 	c, err := fakeupstream.New(fakeupstream.Config{RealClock: true, Feed: cdcfeedConfig(5)})
 	if err != nil {

@@ -66,6 +66,8 @@ func newCluster(t testing.TB, seed int64) *fakeupstream.Cluster {
 	return c
 }
 
+// Rule S-1: rows of the span (and only of the span) arrive, resolved ts
+// passes the last commit.
 func TestSourceBasic(t *testing.T) {
 	c := newCluster(t, 1)
 	c.Put(rowKey(1), []byte("before"))
@@ -104,6 +106,7 @@ func TestSourceBasic(t *testing.T) {
 	}
 }
 
+// Rule S-3: a start ts below the GC safe point is refused.
 func TestSourceRejectsStartBelowGC(t *testing.T) {
 	c := newCluster(t, 1)
 	old := c.Oracle().Next()
