@@ -147,6 +147,14 @@ func (m *Mounter) Forget(tableID int64) {
 // commit_ts-1 (rules MT1-MT9). out's views borrow entry's bytes and the
 // Mounter's internal state until the next Decode call; out.RowKey is owned.
 func (m *Mounter) Decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *RowChange) error {
+	if err := m.decode(entry, ti, out); err != nil {
+		*out = RowChange{}
+		return err
+	}
+	return nil
+}
+
+func (m *Mounter) decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *RowChange) error {
 	m.gen++
 	*out = RowChange{}
 	m.td, m.handleDone, m.handleErr = nil, false, nil
@@ -280,7 +288,7 @@ func (m *Mounter) decodeCommonHandle() {
 				return
 			}
 		} else {
-			d, err = rowcodec.DecodeCell(rowcodec.FormatV1, enc[off:off+n], &c.spec, off)
+			d, err = rowcodec.DecodeCell(rowcodec.FormatKeyDatum, enc[off:off+n], &c.spec, off)
 			if err != nil {
 				m.handleErr = fmt.Errorf("mounter: common handle %x: %w", enc, err)
 				return

@@ -197,6 +197,9 @@ func TestBadEntries(t *testing.T) {
 			if !strings.Contains(err.Error(), "mounter: key ") {
 				t.Fatalf("error does not name the key: %v", err)
 			}
+			if rc.RowType != RowTypeUnknown || !rc.Row.IsEmpty() || !rc.PreRow.IsEmpty() || rc.RowKey != nil {
+				t.Fatalf("failed Decode left a partial result: %+v", rc)
+			}
 		})
 	}
 }
@@ -492,5 +495,25 @@ func TestV1Rows(t *testing.T) {
 	rc := mustDecode(t, m, &kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: intKey(70, 8), Value: val}, ti)
 	if a, b, c := colText(t, rc.Row, 1), colText(t, rc.Row, 2), colText(t, rc.Row, 3); a != "8" || b != "old format" || c != "-3" {
 		t.Fatalf("v1 row %q %q %q", a, b, c)
+	}
+}
+
+// Rule MT7: which string key forms give the text back.
+func TestLossyKeyCollation(t *testing.T) {
+	cases := map[string]bool{
+		"binary": false, "utf8mb4_bin": false, "utf8mb4_0900_bin": false, "latin1_bin": false, "ascii_bin": false,
+		"utf8mb4_general_ci": true, "utf8mb4_unicode_ci": true, "utf8mb4_0900_ai_ci": true, "gbk_chinese_ci": true, "gbk_bin": true,
+	}
+	for coll, lossy := range cases {
+		ft := types.NewFieldType(mysql.TypeVarchar)
+		ft.SetCollate(coll)
+		if got := lossyKeyCollation(ft); got != lossy {
+			t.Errorf("%s: lossy=%v, want %v", coll, got, lossy)
+		}
+	}
+	ft := types.NewFieldType(mysql.TypeLong)
+	ft.SetCollate("utf8mb4_general_ci")
+	if lossyKeyCollation(ft) {
+		t.Error("non-string column reported lossy")
 	}
 }

@@ -196,5 +196,8 @@ func lossyKeyCollation(ft interface {
 		return false
 	}
 	coll := strings.ToLower(ft.GetCollate())
+	if coll == "gbk_bin" { // the sort key is the GBK encoding, not the text
+		return true
+	}
 	return !(coll == "" || coll == "binary" || strings.HasSuffix(coll, "_bin"))
 }

@@ -55,12 +55,18 @@ func (v *RowView) Column(c *Column) (d value.Datum, found bool, err error) {
 }
 
 // DecodeCell decodes the bytes Find returned for column c in a row of format
-// f; off is their offset in the row, used in errors.
+// f; off is their offset in the row, used in errors. With FormatKeyDatum it
+// decodes one key-form datum (flag byte first, as in a common handle) for
+// the column; memcomparable strings (flag 1) must be decoded by the caller,
+// which owns a buffer for them.
 func DecodeCell(f Format, cell []byte, c *Column, off int) (value.Datum, error) {
 	if f == FormatV2 {
 		return decodeCellV2(cell, c, off)
 	}
-	return decodeDatumV1(cell, c, off)
+	if len(cell) == 0 {
+		return value.Datum{}, colErr(f, c.ID, off, "empty datum")
+	}
+	return decodeDatum(f, cell, c, off)
 }
 
 // cellErr builds the error for a cell that does not fit its column.
@@ -295,6 +301,11 @@ func vectorDatum(f Format, c *Column, off int, b []byte) (value.Datum, error) {
 
 // decodeDatumV1 decodes a v1 value datum (flag byte first) for column c.
 func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
+	return decodeDatum(FormatV1, b, c, off)
+}
+
+// decodeDatum decodes a value- or key-form datum; f only labels errors.
+func decodeDatum(f Format, b []byte, c *Column, off int) (value.Datum, error) {
 	flag := b[0]
 	p := b[1:]
 	switch flag {
@@ -308,7 +319,7 @@ func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
 		if flag == flagVarint {
 			v, n := binary.Varint(p)
 			if n != len(p) {
-				return value.Datum{}, cellErr(FormatV1, c, off, "bad varint datum")
+				return value.Datum{}, cellErr(f, c, off, "bad varint datum")
 			}
 			x = v
 		} else {
@@ -316,24 +327,24 @@ func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
 		}
 		switch c.cls {
 		case clsSigned, clsYear:
-			return signedDatum(FormatV1, c, off, x)
+			return signedDatum(f, c, off, x)
 		case clsDuration:
-			return durationDatum(FormatV1, c, off, x)
+			return durationDatum(f, c, off, x)
 		case clsUnsigned, clsTime, clsEnum, clsSet, clsBit:
 			if x < 0 {
-				return value.Datum{}, cellErr(FormatV1, c, off, "negative value %d for %s", x, typeName(c))
+				return value.Datum{}, cellErr(f, c, off, "negative value %d for %s", x, typeName(c))
 			}
 			if c.cls == clsUnsigned {
-				return unsignedDatum(FormatV1, c, off, uint64(x))
+				return unsignedDatum(f, c, off, uint64(x))
 			}
-			return uintKindDatum(FormatV1, c, off, uint64(x))
+			return uintKindDatum(f, c, off, uint64(x))
 		}
 	case flagUvarint, flagUint:
 		var x uint64
 		if flag == flagUvarint {
 			v, n := binary.Uvarint(p)
 			if n != len(p) {
-				return value.Datum{}, cellErr(FormatV1, c, off, "bad uvarint datum")
+				return value.Datum{}, cellErr(f, c, off, "bad uvarint datum")
 			}
 			x = v
 		} else {
@@ -341,24 +352,24 @@ func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
 		}
 		switch c.cls {
 		case clsUnsigned:
-			return unsignedDatum(FormatV1, c, off, x)
+			return unsignedDatum(f, c, off, x)
 		case clsTime, clsEnum, clsSet, clsBit:
-			return uintKindDatum(FormatV1, c, off, x)
+			return uintKindDatum(f, c, off, x)
 		case clsSigned, clsYear:
 			if x > math.MaxInt64 {
-				return value.Datum{}, cellErr(FormatV1, c, off, "value %d out of range of %s", x, typeName(c))
+				return value.Datum{}, cellErr(f, c, off, "value %d out of range of %s", x, typeName(c))
 			}
-			return signedDatum(FormatV1, c, off, int64(x))
+			return signedDatum(f, c, off, int64(x))
 		}
 	case flagFloat:
 		if c.cls == clsFloat32 || c.cls == clsFloat64 {
-			return floatDatum(FormatV1, c, off, decodeComparableFloat(binary.BigEndian.Uint64(p)))
+			return floatDatum(f, c, off, decodeComparableFloat(binary.BigEndian.Uint64(p)))
 		}
 	case flagCompactBytes:
 		if c.cls == clsString || c.cls == clsBytes {
 			l, n := binary.Varint(p)
 			if n <= 0 || l != int64(len(p)-n) {
-				return value.Datum{}, cellErr(FormatV1, c, off, "bad compact-bytes datum")
+				return value.Datum{}, cellErr(f, c, off, "bad compact-bytes datum")
 			}
 			if c.cls == clsString {
 				return value.NewStringDatumBytes(p[n:]), nil
@@ -367,21 +378,21 @@ func decodeDatumV1(b []byte, c *Column, off int) (value.Datum, error) {
 		}
 	case flagDecimal:
 		if c.cls == clsDecimal {
-			return decimalDatum(FormatV1, c, off, int(p[0]), int(p[1]), p[2:])
+			return decimalDatum(f, c, off, int(p[0]), int(p[1]), p[2:])
 		}
 	case flagJSON:
 		if c.cls == clsJSON {
-			return jsonDatum(FormatV1, c, off, p)
+			return jsonDatum(f, c, off, p)
 		}
 	case flagVectorF32:
 		if c.cls == clsVector {
-			return vectorDatum(FormatV1, c, off, p)
+			return vectorDatum(f, c, off, p)
 		}
 	}
 	if c.cls == clsInvalid {
-		return value.Datum{}, cellErr(FormatV1, c, off, "cannot decode: %s", c.invalid)
+		return value.Datum{}, cellErr(f, c, off, "cannot decode: %s", c.invalid)
 	}
-	return value.Datum{}, cellErr(FormatV1, c, off, "datum flag %d does not fit a %s column", flag, typeName(c))
+	return value.Datum{}, cellErr(f, c, off, "datum flag %d does not fit a %s column", flag, typeName(c))
 }
 
 func typeName(c *Column) string {

@@ -15,6 +15,9 @@ const (
 	FormatV1
 	// FormatV2 is row format v2, the layout TiDB writes since 4.0.
 	FormatV2
+	// FormatKeyDatum is a key-form datum (a column of a common handle);
+	// only used with DecodeCell and in errors.
+	FormatKeyDatum
 )
 
 func (f Format) String() string {
@@ -23,6 +26,8 @@ func (f Format) String() string {
 		return "row v1"
 	case FormatV2:
 		return "row v2"
+	case FormatKeyDatum:
+		return "key datum"
 	default:
 		return "row format unknown"
 	}
