@@ -580,13 +580,36 @@ func (p *persister) loadData(tx *bolt.Tx, h *history, want counts) error {
 	}); err != nil {
 		return err
 	}
+	// A table's private info is usually byte-identical to its newest
+	// public version: parse once, clone for the other (much cheaper).
+	byBytes := map[string]*model.TableInfo{}
+	infos := map[string]*model.TableInfo{}
+	if err := each(bucketTInfo, 24, func(k, v []byte) error {
+		ti, err := model.ParseTableInfo(v)
+		if err != nil {
+			return err
+		}
+		byBytes[string(v)] = ti
+		if uint64(ti.ID) != binary.BigEndian.Uint64(k) {
+			return fmt.Errorf("table info has id %d", ti.ID)
+		}
+		infos[string(k)] = ti
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := each(bucketTables, 8, func(k, v []byte) error {
 		if len(v) < 8 {
 			return errors.New("table record shorter than its schema id")
 		}
-		ti, err := model.ParseTableInfo(v[8:])
-		if err != nil {
-			return err
+		var ti *model.TableInfo
+		if pub := byBytes[string(v[8:])]; pub != nil {
+			ti = pub.Clone()
+		} else {
+			var err error
+			if ti, err = model.ParseTableInfo(v[8:]); err != nil {
+				return err
+			}
 		}
 		if uint64(ti.ID) != binary.BigEndian.Uint64(k) {
 			return fmt.Errorf("table info has id %d", ti.ID)
@@ -596,20 +619,6 @@ func (p *persister) loadData(tx *bolt.Tx, h *history, want counts) error {
 			return fmt.Errorf("table %d belongs to schema %d, which the store does not have", ti.ID, schemaID)
 		}
 		h.tables[ti.ID] = &tableState{schemaID: schemaID, info: ti}
-		return nil
-	}); err != nil {
-		return err
-	}
-	infos := map[string]*model.TableInfo{}
-	if err := each(bucketTInfo, 24, func(k, v []byte) error {
-		ti, err := model.ParseTableInfo(v)
-		if err != nil {
-			return err
-		}
-		if uint64(ti.ID) != binary.BigEndian.Uint64(k) {
-			return fmt.Errorf("table info has id %d", ti.ID)
-		}
-		infos[string(k)] = ti
 		return nil
 	}); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -233,25 +232,202 @@ func (t *TableInfo) ColumnByName(name string) *ColumnInfo {
 	return nil
 }
 
-// Clone returns a deep copy that shares nothing with t (the column index is
-// rebuilt lazily on the copy).
+// Clone returns a deep copy that shares nothing mutable with t (strings
+// are immutable and shared). The column index is rebuilt lazily on the copy.
+// Fields added to the model must be added here; TestCloneIsDeep checks
+// every field through reflection.
 func (t *TableInfo) Clone() *TableInfo {
 	if t == nil {
 		return nil
 	}
-	data, err := json.Marshal(t)
-	if err != nil {
-		// Marshalling a value that was produced by unmarshalling cannot
-		// fail; a failure here means a field holds an unmarshalable value
-		// put there in code.
-		panic(fmt.Sprintf("model: clone table %d: %v", t.ID, err))
+	c := &TableInfo{}
+	*c = tableInfoCopyable(t)
+	c.colIndex = nil
+	if t.Columns != nil {
+		c.Columns = make([]*ColumnInfo, len(t.Columns))
+		for i, col := range t.Columns {
+			c.Columns[i] = col.Clone()
+		}
 	}
-	c := new(TableInfo)
-	if err := json.Unmarshal(data, c); err != nil {
-		panic(fmt.Sprintf("model: clone table %d: %v", t.ID, err))
+	if t.Indices != nil {
+		c.Indices = make([]*IndexInfo, len(t.Indices))
+		for i, idx := range t.Indices {
+			c.Indices[i] = idx.Clone()
+		}
+	}
+	c.Partition = t.Partition.Clone()
+	c.View = cloneBytes(t.View)
+	c.Sequence = cloneBytes(t.Sequence)
+	c.TTLInfo = cloneBytes(t.TTLInfo)
+	if t.ExchangePartitionInfo != nil {
+		e := *t.ExchangePartitionInfo
+		c.ExchangePartitionInfo = &e
 	}
 	c.Raw = cloneBytes(t.Raw)
 	return c
+}
+
+// tableInfoCopyable returns a shallow copy of the exported fields of *t. It
+// lists them one by one so the lazily published column index is never read
+// non-atomically (a plain *t copy would race with ColumnByID).
+func tableInfoCopyable(t *TableInfo) TableInfo {
+	return TableInfo{
+		ID:                    t.ID,
+		Name:                  t.Name,
+		Charset:               t.Charset,
+		Collate:               t.Collate,
+		Columns:               t.Columns,
+		Indices:               t.Indices,
+		State:                 t.State,
+		PKIsHandle:            t.PKIsHandle,
+		IsCommonHandle:        t.IsCommonHandle,
+		CommonHandleVersion:   t.CommonHandleVersion,
+		Comment:               t.Comment,
+		AutoIncID:             t.AutoIncID,
+		AutoIDCache:           t.AutoIDCache,
+		AutoRandID:            t.AutoRandID,
+		MaxColumnID:           t.MaxColumnID,
+		MaxIndexID:            t.MaxIndexID,
+		MaxForeignKeyID:       t.MaxForeignKeyID,
+		MaxConstraintID:       t.MaxConstraintID,
+		UpdateTS:              t.UpdateTS,
+		OldSchemaID:           t.OldSchemaID,
+		ShardRowIDBits:        t.ShardRowIDBits,
+		MaxShardRowIDBits:     t.MaxShardRowIDBits,
+		AutoRandomBits:        t.AutoRandomBits,
+		AutoRandomRangeBits:   t.AutoRandomRangeBits,
+		PreSplitRegions:       t.PreSplitRegions,
+		Partition:             t.Partition,
+		Compression:           t.Compression,
+		View:                  t.View,
+		Sequence:              t.Sequence,
+		Version:               t.Version,
+		IsColumnar:            t.IsColumnar,
+		TempTableType:         t.TempTableType,
+		CacheTableStatus:      t.CacheTableStatus,
+		ExchangePartitionInfo: t.ExchangePartitionInfo,
+		TTLInfo:               t.TTLInfo,
+		Revision:              t.Revision,
+		Raw:                   t.Raw,
+	}
+}
+
+// Clone returns a deep copy of the column.
+func (c *ColumnInfo) Clone() *ColumnInfo {
+	if c == nil {
+		return nil
+	}
+	n := *c
+	n.OriginDefaultValue = cloneJSONValue(c.OriginDefaultValue)
+	n.DefaultValue = cloneJSONValue(c.DefaultValue)
+	n.OriginDefaultBit = cloneBytes(c.OriginDefaultBit)
+	n.DefaultValueBit = cloneBytes(c.DefaultValueBit)
+	if c.Dependences != nil {
+		n.Dependences = make(map[string]struct{}, len(c.Dependences))
+		for k := range c.Dependences {
+			n.Dependences[k] = struct{}{}
+		}
+	}
+	n.FieldType = *c.FieldType.DeepCopy()
+	if c.ChangingFieldType != nil {
+		n.ChangingFieldType = c.ChangingFieldType.DeepCopy()
+	}
+	if c.ChangeStateInfo != nil {
+		s := *c.ChangeStateInfo
+		n.ChangeStateInfo = &s
+	}
+	return &n
+}
+
+// cloneJSONValue deep-copies a value decoded from JSON into an `any`.
+func cloneJSONValue(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneJSONValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneJSONValue(e)
+		}
+		return out
+	case []byte:
+		return cloneBytes(x)
+	default:
+		return v // nil, bool, float64, string, json.Number: immutable
+	}
+}
+
+// Clone returns a deep copy of the index.
+func (idx *IndexInfo) Clone() *IndexInfo {
+	if idx == nil {
+		return nil
+	}
+	n := *idx
+	if idx.Columns != nil {
+		n.Columns = make([]*IndexColumn, len(idx.Columns))
+		for i, ic := range idx.Columns {
+			if ic != nil {
+				c := *ic
+				n.Columns[i] = &c
+			}
+		}
+	}
+	n.VectorInfo = cloneBytes(idx.VectorInfo)
+	return &n
+}
+
+func clonePartitionDefs(defs []PartitionDefinition) []PartitionDefinition {
+	if defs == nil {
+		return nil
+	}
+	out := make([]PartitionDefinition, len(defs))
+	for i, d := range defs {
+		out[i] = d
+		if d.LessThan != nil {
+			out[i].LessThan = append([]string(nil), d.LessThan...)
+		}
+		if d.InValues != nil {
+			out[i].InValues = make([][]string, len(d.InValues))
+			for k, vs := range d.InValues {
+				if vs != nil {
+					out[i].InValues[k] = append([]string(nil), vs...)
+				}
+			}
+		}
+		if d.PlacementRef != nil {
+			p := *d.PlacementRef
+			out[i].PlacementRef = &p
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy of the partition info.
+func (p *PartitionInfo) Clone() *PartitionInfo {
+	if p == nil {
+		return nil
+	}
+	n := *p
+	if p.Columns != nil {
+		n.Columns = append([]CIStr(nil), p.Columns...)
+	}
+	if p.DDLColumns != nil {
+		n.DDLColumns = append([]CIStr(nil), p.DDLColumns...)
+	}
+	n.Definitions = clonePartitionDefs(p.Definitions)
+	n.AddingDefinitions = clonePartitionDefs(p.AddingDefinitions)
+	n.DroppingDefinitions = clonePartitionDefs(p.DroppingDefinitions)
+	if p.NewPartitionIDs != nil {
+		n.NewPartitionIDs = append([]int64(nil), p.NewPartitionIDs...)
+	}
+	if p.States != nil {
+		n.States = append([]PartitionState(nil), p.States...)
+	}
+	return &n
 }
 
 // Clone returns a deep copy of d.

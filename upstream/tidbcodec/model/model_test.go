@@ -1,7 +1,9 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -146,5 +148,101 @@ func TestEnumNames(t *testing.T) {
 	}
 	if StatePublic.String() != "public" || SchemaState(9).String() != "schema state(9)" {
 		t.Error("schema state names")
+	}
+}
+
+// TestCloneIsDeep fills every exported field of a TableInfo (through
+// reflection, so a field added later without Clone support fails here) and
+// checks the clone is equal and shares no mutable memory.
+func TestCloneIsDeep(t *testing.T) {
+	for _, rec := range goldenRecords(t, "tidb-golden.jsonl", "model_table_info") {
+		ti, err := ParseTableInfo(rec["json"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillZeroFields(reflect.ValueOf(ti).Elem())
+		ti.Columns[0].OriginDefaultValue = map[string]any{"a": []any{"x"}}
+		c := ti.Clone()
+		a, _ := json.Marshal(ti)
+		b, _ := json.Marshal(c)
+		if string(a) != string(b) || string(c.Raw) != string(ti.Raw) {
+			t.Fatalf("clone differs:\n%s\n%s", a, b)
+		}
+		assertNoSharing(t, "TableInfo", reflect.ValueOf(ti).Elem(), reflect.ValueOf(c).Elem())
+	}
+}
+
+// fillZeroFields sets zero exported scalar/bytes/pointer fields so the
+// equality check covers them.
+func fillZeroFields(v reflect.Value) {
+	ty := v.Type()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if !ty.Field(i).IsExported() || !f.IsZero() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(3)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(3)
+		case reflect.String:
+			f.SetString("s")
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Uint8 {
+				f.SetBytes([]byte(`{"k":1}`))
+			}
+		case reflect.Ptr:
+			if f.Type().Elem().Kind() == reflect.Struct {
+				n := reflect.New(f.Type().Elem())
+				fillZeroFields(n.Elem())
+				f.Set(n)
+			}
+		}
+	}
+}
+
+// assertNoSharing walks two values and fails when a slice, map or pointer
+// of the clone aliases the original's memory.
+func assertNoSharing(t *testing.T, path string, a, b reflect.Value) {
+	t.Helper()
+	switch a.Kind() {
+	case reflect.Ptr:
+		if a.IsNil() {
+			return
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: pointer shared", path)
+			return
+		}
+		assertNoSharing(t, path, a.Elem(), b.Elem())
+	case reflect.Interface:
+		if !a.IsNil() {
+			assertNoSharing(t, path, a.Elem(), b.Elem())
+		}
+	case reflect.Slice:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			t.Errorf("%s: slice shared", path)
+			return
+		}
+		for i := 0; i < a.Len() && i < b.Len(); i++ {
+			assertNoSharing(t, path+"[]", a.Index(i), b.Index(i))
+		}
+	case reflect.Map:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			t.Errorf("%s: map shared", path)
+			return
+		}
+		for _, k := range a.MapKeys() {
+			assertNoSharing(t, path+"{}", a.MapIndex(k), b.MapIndex(k))
+		}
+	case reflect.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			if a.Type().Field(i).IsExported() {
+				assertNoSharing(t, path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+			}
+		}
 	}
 }

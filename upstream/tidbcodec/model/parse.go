@@ -58,9 +58,15 @@ func newParseError(what string, data []byte, err error) *ParseError {
 // fields are ignored; the input is kept in Raw.
 func ParseTableInfo(data []byte) (*TableInfo, error) {
 	t := new(TableInfo)
-	if err := json.Unmarshal(data, t); err != nil {
+	// Decode through the alias type: going through UnmarshalJSON would make
+	// encoding/json scan the input twice.
+	if err := json.Unmarshal(data, (*tableInfoJSON)(t)); err != nil {
 		return nil, newParseError("table info", data, err)
 	}
+	if err := t.checkShape(); err != nil {
+		return nil, newParseError("table info", data, err)
+	}
+	t.Raw = cloneBytes(data)
 	return t, nil
 }
 
