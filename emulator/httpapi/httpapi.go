@@ -62,6 +62,7 @@ const (
 	ReasonUnsupportedMedia contract.Reason = "UNSUPPORTED_MEDIA_TYPE"
 	ReasonNotFound         contract.Reason = "NOT_FOUND"
 	ReasonMethodNotAllowed contract.Reason = "METHOD_NOT_ALLOWED"
+	ReasonCanceled         contract.Reason = "CANCELED"
 	ReasonDocumentNotFound contract.Reason = "DOCUMENT_NOT_FOUND"
 )
 
@@ -464,7 +465,7 @@ func writeBackendError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		// The client went away; the status is for the logs and metrics only.
-		writeError(w, 499, &contract.Error{Reason: ReasonMalformedRequest, Message: "request canceled by the client"})
+		writeError(w, 499, &contract.Error{Reason: ReasonCanceled, Message: "request canceled by the client"})
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusServiceUnavailable, &contract.Error{Reason: contract.ReasonNotYetFresh, Message: "request deadline exceeded: " + err.Error()})
 	default:
@@ -476,11 +477,14 @@ func writeError(w http.ResponseWriter, code int, e *contract.Error) {
 	if code == http.StatusServiceUnavailable && e.Reason == contract.ReasonNotYetFresh {
 		w.Header().Set("Retry-After", "1")
 	}
+	// Errors echo client input (parameters, parser messages quoting the
+	// body), which may be invalid UTF-8 that protojson refuses to encode.
+	clean := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 	writeMessage(w, code, &apiv1.ContractError{
-		Reason:   string(e.Reason),
-		Field:    e.Field,
-		Expected: e.Expected,
-		Actual:   e.Actual,
-		Message:  e.Message,
+		Reason:   clean(string(e.Reason)),
+		Field:    clean(e.Field),
+		Expected: clean(e.Expected),
+		Actual:   clean(e.Actual),
+		Message:  clean(e.Message),
 	})
 }

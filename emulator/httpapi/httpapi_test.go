@@ -380,6 +380,14 @@ func TestInternalErrorsAndPanics(t *testing.T) {
 	require.Contains(t, r.json["message"], "boom")
 	h.fake.panic = false
 	require.Equal(t, 200, h.do("GET", "/v1/progress", "").code)
+
+	h.fake.err = context.DeadlineExceeded
+	requireErr(t, h.do("GET", "/v1/progress", ""), 503, "NOT_YET_FRESH")
+	h.fake.err = nil
+
+	// Error bodies echo input; invalid UTF-8 is replaced, not a 500.
+	r = h.do("POST", "/v1/collections/books/search", "\xff\xfe")
+	requireErr(t, r, 400, "MALFORMED_REQUEST")
 }
 
 // H12: /metrics exposes the API's request metrics and the given gatherer's.
