@@ -51,14 +51,14 @@ func (w *asyncIndex) enqueueChanges(ch []docstore.Change) {
 	w.mu.Lock()
 	w.queue = append(w.queue, work{changes: ch})
 	w.mu.Unlock()
-	w.cond.Signal()
+	w.cond.Broadcast()
 }
 
 func (w *asyncIndex) enqueueMark(partition string, ts uint64) {
 	w.mu.Lock()
 	w.queue = append(w.queue, work{partition: partition, ts: ts})
 	w.mu.Unlock()
-	w.cond.Signal()
+	w.cond.Broadcast()
 }
 
 // stop ends the goroutine without waiting; queued work is dropped.

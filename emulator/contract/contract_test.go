@@ -3,6 +3,7 @@ package contract
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"google.golang.org/protobuf/proto"
@@ -337,4 +338,14 @@ func FuzzCheckMutation(f *testing.F) {
 		}
 		_ = s.CheckMutation(m, "m") // must not panic
 	})
+}
+
+// E90: error texts are valid UTF-8 even when they echo invalid input.
+func TestErrorTextIsValidUTF8(t *testing.T) {
+	e := Errf(ReasonCollectionNotFound, "name\xff", "x", "bad\xfe", "collection %s", "c\xff")
+	for _, s := range []string{e.Field, e.Actual, e.Message, e.Error()} {
+		if !utf8.ValidString(s) {
+			t.Fatalf("invalid UTF-8: %q", s)
+		}
+	}
 }

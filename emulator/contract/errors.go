@@ -8,6 +8,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Reason is a stable, machine-readable rejection code (E90).
@@ -77,10 +78,20 @@ func quoteEmpty(s string) string {
 	return s
 }
 
-// Errf builds an *Error.
+// Errf builds an *Error. Every text is made valid UTF-8 (invalid bytes
+// become U+FFFD) because it travels in protobuf strings and JSON bodies and
+// often echoes client input.
 func Errf(reason Reason, field, expected, actual, format string, args ...any) *Error {
-	return &Error{Reason: reason, Field: field, Expected: expected, Actual: actual, Message: fmt.Sprintf(format, args...)}
+	return &Error{
+		Reason:   reason,
+		Field:    clean(field),
+		Expected: clean(expected),
+		Actual:   clean(actual),
+		Message:  clean(fmt.Sprintf(format, args...)),
+	}
 }
+
+func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // ReasonOf returns the Reason of a contract error anywhere in err's chain,
 // or "" when err is not one.
