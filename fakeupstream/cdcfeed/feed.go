@@ -662,14 +662,7 @@ func (f *Feed) Pending() bool {
 // Step delivers one batch of one ready subscription, picked by the seeded
 // scheduler. It reports false when nothing is ready.
 func (f *Feed) Step() bool {
-	f.ready = f.ready[:0]
-	for _, s := range f.streams {
-		for _, d := range s.dss {
-			if d.hasWork() && !f.held(d.regionID) {
-				f.ready = append(f.ready, d)
-			}
-		}
-	}
+	f.collectReady()
 	if len(f.ready) == 0 {
 		return false
 	}
@@ -682,12 +675,41 @@ func (f *Feed) Step() bool {
 }
 
 // DeliverAll steps until nothing is ready and returns the number of steps.
+// It picks exactly like repeated Steps would, but keeps the ready list
+// between picks instead of rebuilding it (delivery creates no new work).
 func (f *Feed) DeliverAll() int {
 	n := 0
-	for f.Step() {
-		n++
+	for {
+		f.collectReady()
+		if len(f.ready) == 0 {
+			return n
+		}
+		for len(f.ready) > 0 {
+			i := f.rng.Intn(len(f.ready))
+			d := f.ready[i]
+			f.deliver(d)
+			n++
+			if !d.hasWork() {
+				if d.closed {
+					d.s.compact()
+				}
+				copy(f.ready[i:], f.ready[i+1:])
+				f.ready[len(f.ready)-1] = nil
+				f.ready = f.ready[:len(f.ready)-1]
+			}
+		}
 	}
-	return n
+}
+
+func (f *Feed) collectReady() {
+	f.ready = f.ready[:0]
+	for _, s := range f.streams {
+		for _, d := range s.dss {
+			if d.hasWork() && !f.held(d.regionID) {
+				f.ready = append(f.ready, d)
+			}
+		}
+	}
 }
 
 func (f *Feed) deliver(d *downstream) {
