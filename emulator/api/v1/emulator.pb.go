@@ -2638,7 +2638,7 @@ type VectorQuery struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Field  string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
 	Vector []float32              `protobuf:"fixed32,2,rep,packed,name=vector,proto3" json:"vector,omitempty"`
-	// Override of the field's metric; UNSPECIFIED uses the field's.
+	// UNSPECIFIED uses the field's metric; any other value must equal it (E73).
 	Metric        VectorMetric `protobuf:"varint,3,opt,name=metric,proto3,enum=sfemu.emulator.v1.VectorMetric" json:"metric,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
