@@ -234,82 +234,109 @@ func TestRoundTripProperty(t *testing.T) {
 		iters = 100
 	}
 	var enc Encoder
-	var v RowView
 	for it := 0; it < iters; it++ {
-		n := r.Intn(24)
-		used := map[int64]bool{}
-		var ids []int64
-		var cols []Column
-		var ds []value.Datum
-		for len(ids) < n {
-			id := int64(1 + r.Intn(300))
-			if r.Intn(30) == 0 {
-				id = int64(r.Uint32())
-			}
-			if used[id] {
-				continue
-			}
-			used[id] = true
-			ft, gen := genColumn(r, id)
-			d := gen()
-			if r.Intn(6) == 0 {
-				d = value.Datum{}
-			}
-			ids, cols, ds = append(ids, id), append(cols, NewColumn(id, ft)), append(ds, d)
-		}
-		check := func(what string, row []byte) {
-			if err := v.Reset(row); err != nil {
-				t.Fatalf("seed %d iter %d %s: Reset: %v", seed, it, what, err)
-			}
-			for i := range cols {
-				got, found, err := v.Column(&cols[i])
-				if err != nil || !found || !got.Equal(&ds[i]) {
-					t.Fatalf("seed %d iter %d %s column %d (type %d): got %v found=%v err=%v, want %v",
-						seed, it, what, ids[i], cols[i].Tp, got, found, err, ds[i])
-				}
-			}
-			sorted, perm := sortedColumns(cols)
-			out := make([]value.Datum, len(sorted))
-			st := make([]CellState, len(sorted))
-			if err := v.DecodeColumns(sorted, out, st); err != nil {
-				t.Fatalf("seed %d iter %d %s: DecodeColumns: %v", seed, it, what, err)
-			}
-			for k := range sorted {
-				want := ds[perm[k]]
-				wantState := CellValue
-				if want.IsNull() {
-					wantState = CellNull
-				}
-				if st[k] != wantState || !out[k].Equal(&want) {
-					t.Fatalf("seed %d iter %d %s: full walk column %d: %v/%v, want %v", seed, it, what, sorted[k].ID, out[k], st[k], want)
-				}
-			}
-			// An id the row does not hold is absent.
-			if _, found, err := v.Column(&Column{ID: 1 << 40}); found || err != nil {
-				t.Fatalf("seed %d iter %d %s: phantom column found=%v err=%v", seed, it, what, found, err)
-			}
-		}
-		row, err := enc.EncodeV2(nil, ids, ds, nil)
-		if err != nil {
-			t.Fatalf("seed %d iter %d: EncodeV2: %v", seed, it, err)
-		}
-		check("v2", row)
-		handle := make([]byte, 8)
-		r.Read(handle)
-		row, err = enc.EncodeV2(nil, ids, ds, &Checksum{Version: 2, Data: handle})
-		if err != nil {
-			t.Fatalf("seed %d iter %d: EncodeV2 checksum: %v", seed, it, err)
-		}
-		check("v2+checksum", row)
-		if err := v.VerifyChecksum(handle); err != nil {
-			t.Fatalf("seed %d iter %d: %v", seed, it, err)
-		}
-		row, err = EncodeV1(nil, ids, ds)
-		if err != nil {
-			t.Fatalf("seed %d iter %d: EncodeV1: %v", seed, it, err)
-		}
-		check("v1", row)
+		roundTripOnce(t, r, &enc, fmt.Sprintf("seed %d iter %d", seed, it))
 	}
+}
+
+// FuzzRoundTrip runs the round-trip property under the fuzzer: the input
+// seeds the schema and value generator.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range []int64{1, 2, 3, 20260301} {
+		f.Add(s)
+	}
+	var enc Encoder
+	f.Fuzz(func(t *testing.T, seed int64) {
+		roundTripOnce(t, rand.New(rand.NewSource(seed)), &enc, fmt.Sprintf("fuzz seed %d", seed))
+	})
+}
+
+// roundTripOnce draws one random schema and row, encodes it as v2 (plain
+// and with a version 1 or 2 checksum) and v1, and checks every read path
+// gives the datums back.
+func roundTripOnce(t *testing.T, r *rand.Rand, enc *Encoder, tag string) {
+	var v RowView
+	n := r.Intn(24)
+	used := map[int64]bool{}
+	var ids []int64
+	var cols []Column
+	var ds []value.Datum
+	for len(ids) < n {
+		id := int64(1 + r.Intn(300))
+		if r.Intn(30) == 0 {
+			id = int64(r.Uint32())
+		}
+		if used[id] {
+			continue
+		}
+		used[id] = true
+		ft, gen := genColumn(r, id)
+		d := gen()
+		if r.Intn(6) == 0 {
+			d = value.Datum{}
+		}
+		ids, cols, ds = append(ids, id), append(cols, NewColumn(id, ft)), append(ds, d)
+	}
+	check := func(what string, row []byte) {
+		if err := v.Reset(row); err != nil {
+			t.Fatalf("%s %s: Reset: %v", tag, what, err)
+		}
+		for i := range cols {
+			got, found, err := v.Column(&cols[i])
+			if err != nil || !found || !got.Equal(&ds[i]) {
+				t.Fatalf("%s %s column %d (type %d): got %v found=%v err=%v, want %v",
+					tag, what, ids[i], cols[i].Tp, got, found, err, ds[i])
+			}
+		}
+		sorted, perm := sortedColumns(cols)
+		out := make([]value.Datum, len(sorted))
+		st := make([]CellState, len(sorted))
+		if err := v.DecodeColumns(sorted, out, st); err != nil {
+			t.Fatalf("%s %s: DecodeColumns: %v", tag, what, err)
+		}
+		for k := range sorted {
+			want := ds[perm[k]]
+			wantState := CellValue
+			if want.IsNull() {
+				wantState = CellNull
+			}
+			if st[k] != wantState || !out[k].Equal(&want) {
+				t.Fatalf("%s %s: full walk column %d: %v/%v, want %v", tag, what, sorted[k].ID, out[k], st[k], want)
+			}
+		}
+		// An id the row does not hold is absent.
+		if _, found, err := v.Column(&Column{ID: 1 << 40}); found || err != nil {
+			t.Fatalf("%s %s: phantom column found=%v err=%v", tag, what, found, err)
+		}
+	}
+	row, err := enc.EncodeV2(nil, ids, ds, nil)
+	if err != nil {
+		t.Fatalf("%s: EncodeV2: %v", tag, err)
+	}
+	check("v2", row)
+	data := make([]byte, 8+r.Intn(20))
+	r.Read(data)
+	version := 1 + r.Intn(2)
+	row, err = enc.EncodeV2(nil, ids, ds, &Checksum{Version: version, Data: data})
+	if err != nil {
+		t.Fatalf("%s: EncodeV2 checksum: %v", tag, err)
+	}
+	check("v2+checksum", row)
+	if ct, ok := v.Checksum(); !ok || ct.Version != version || ct.HasExtra {
+		t.Fatalf("%s: checksum tail %+v %v, want version %d", tag, ct, ok, version)
+	}
+	if err := v.VerifyChecksum(data); err != nil {
+		t.Fatalf("%s: %v", tag, err)
+	}
+	data[0] ^= 0x40
+	if err := v.VerifyChecksum(data); err == nil {
+		t.Fatalf("%s: checksum verified against different data", tag)
+	}
+	row, err = EncodeV1(nil, ids, ds)
+	if err != nil {
+		t.Fatalf("%s: EncodeV1: %v", tag, err)
+	}
+	check("v1", row)
 }
 
 // Rule R12: the encoder refuses what it cannot write.
