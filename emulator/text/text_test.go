@@ -330,6 +330,21 @@ func TestRandomizedAgainstModel(t *testing.T) {
 	}
 }
 
+// An existing empty directory (e.g. created by the caller) is a new index.
+func TestOpenExistingEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	x, err := Open(dir, []string{"t"})
+	require.NoError(t, err)
+	require.NoError(t, x.Apply([]Op{up("1", "t", "word")}))
+	require.NoError(t, x.Close())
+	x, err = Open(dir, []string{"t"})
+	require.NoError(t, err)
+	n, err := x.Count()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.NoError(t, x.Close())
+}
+
 func TestDestroyEmpty(t *testing.T) {
 	require.NoError(t, Destroy(""))
 	var target error = ErrFieldsMismatch
