@@ -367,3 +367,44 @@ func TestSourceDeterminism(t *testing.T) {
 		t.Fatalf("seeds %d and %d gave the same log", seed, seed+1)
 	}
 }
+
+// Rule S-3: cancelling a subscription's ctx stops its deliveries; other
+// subscriptions on the same streams continue.
+func TestSourceCancelSubscription(t *testing.T) {
+	c := newCluster(t, 1)
+	src := c.NewSource(fakeupstream.SourceConfig{})
+	defer src.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, b := newRecorder(), newRecorder()
+	start := c.Oracle().Next()
+	if err := src.Subscribe(ctx, 1, tablecodec.TableRecordSpan(0, false, tableID), start, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Subscribe(context.Background(), 2, tablecodec.TableRecordSpan(0, false, tableID+1), start, b); err != nil {
+		t.Fatal(err)
+	}
+	c.Put(rowKey(1), []byte("x"))
+	c.Put(tablecodec.EncodeIntRecordKey(nil, tableID+1, 1), []byte("y"))
+	if err := src.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.rows) != 1 || len(b.rows) != 1 {
+		t.Fatalf("before cancel: %d/%d rows", len(a.rows), len(b.rows))
+	}
+	cancel()
+	c.Put(rowKey(2), []byte("x"))
+	c.Put(tablecodec.EncodeIntRecordKey(nil, tableID+1, 2), []byte("y"))
+	c.Advance(100 * time.Millisecond)
+	if err := src.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.rows) != 1 || len(b.rows) != 2 {
+		t.Fatalf("after cancel: %d/%d rows", len(a.rows), len(b.rows))
+	}
+	if _, ok := src.SpanStats(1); ok {
+		t.Fatal("cancelled subscription still listed")
+	}
+	if st, ok := src.SpanStats(2); !ok || st.Rows != 2 {
+		t.Fatalf("stats of the live subscription: %+v %v", st, ok)
+	}
+}
