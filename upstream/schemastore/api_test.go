@@ -1,13 +1,16 @@
 package schemastore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
 
 func TestCallsBeforeRegisterKeyspaceFail(t *testing.T) {
@@ -258,5 +261,68 @@ func TestGCRetention(t *testing.T) {
 	// GC is monotonic: a lower ts is a no-op
 	if err := e.store.GC(1100); err != nil || e.store.GCTs() != 1250 {
 		t.Errorf("lower GC: %v gc %d", err, e.store.GCTs())
+	}
+}
+
+// fakeSource records subscriptions (rule S3).
+type fakeSource struct {
+	subs []fakeSub
+}
+
+type fakeSub struct {
+	id      uint64
+	span    kvevent.Span
+	startTs uint64
+	c       kvevent.Consumer
+}
+
+func (f *fakeSource) Subscribe(_ context.Context, id uint64, span kvevent.Span, startTs uint64, c kvevent.Consumer) error {
+	f.subs = append(f.subs, fakeSub{id, span, startTs, c})
+	return nil
+}
+func (f *fakeSource) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (f *fakeSource) Close() error                  { return nil }
+
+func TestSourceSubscription(t *testing.T) {
+	f := newFakeSnapshot()
+	f.withSystemTables(t, nil)
+	src := &fakeSource{}
+	cfg := Config{Dir: t.TempDir(), Snapshot: f, InitialTs: snapTs, Source: src, FollowHistory: true}
+	s, _ := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.RegisterKeyspace(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.subs) != 2 || src.subs[0].id != DefaultSubscriptionID || src.subs[1].id != DefaultSubscriptionID+1 {
+		t.Fatalf("subscriptions %+v", src.subs)
+	}
+	want := tablecodec.TableRecordSpan(0, false, 281474976710654)
+	if !bytes.Equal(src.subs[0].span.StartKey, want.StartKey) || !bytes.Equal(src.subs[0].span.EndKey, want.EndKey) || src.subs[0].startTs != snapTs {
+		t.Errorf("job span %x..%x from %d", src.subs[0].span.StartKey, src.subs[0].span.EndKey, src.subs[0].startTs)
+	}
+	// deliveries through the subscribed consumer reach the store
+	k, v := jobRowJSON(t, serverTable(t, "mysql.tidb_ddl_job"), 1, mustJSON(t, func() *model.Job {
+		j := job(1, model.ActionCreateSchema, 12, 0, 2)
+		j.BinlogInfo.DBInfo = dbInfo(12, "x")
+		return j
+	}()))
+	src.subs[0].c.ConsumeKV([]kvevent.RawKVEntry{{OpType: kvevent.OpTypePut, Key: k, Value: v, CRTs: 1100}})
+	src.subs[0].c.AdvanceResolvedTs(1200)
+	src.subs[1].c.AdvanceResolvedTs(1150)
+	if s.ResolvedTs() != 1150 {
+		t.Errorf("resolved %d, want the minimum over both DDL spans", s.ResolvedTs())
+	}
+	if evs, _, _ := s.FetchTableTriggerDDLEvents(snapTs, 5); len(evs) != 1 {
+		t.Errorf("%d events", len(evs))
+	}
+	// deliveries after Close are dropped, never a crash
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src.subs[0].c.ConsumeKV([]kvevent.RawKVEntry{{OpType: kvevent.OpTypePut, Key: k, Value: v, CRTs: 1300}})
+	src.subs[0].c.AdvanceResolvedTs(1400)
+	if _, err := s.GetTableInfo(1, 1); !errors.Is(err, ErrStopped) {
+		t.Errorf("after Close: %v", err)
 	}
 }

@@ -118,8 +118,8 @@ type pendingKey struct {
 
 // ingestLocked filters one entry and caches its job (rules S15-S19).
 func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
-	if s.failedErr() != nil {
-		return nil
+	if s.failedErr() != nil || s.p == nil {
+		return nil // failed or closed: deliveries are dropped
 	}
 	if e.OpType != kvevent.OpTypePut {
 		return nil // the row is deleted when the job moves to history
@@ -174,8 +174,8 @@ func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
 // DDL spans passes cached jobs, applies them in (commit ts, schema version)
 // order, persists the batch with the new resolved ts, then publishes it.
 func (s *Store) advanceLocked(c *ddlConsumer, ts uint64) error {
-	if s.failedErr() != nil {
-		return nil
+	if s.failedErr() != nil || s.p == nil {
+		return nil // failed or closed
 	}
 	if ts <= c.resolved {
 		return nil

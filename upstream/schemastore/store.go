@@ -93,6 +93,7 @@ type Store struct {
 
 	failure atomic.Pointer[error]
 	closed  atomic.Bool
+	done    chan struct{} // closed by Close; ends the context watcher
 }
 
 // New validates cfg and returns a store that does nothing until
@@ -111,7 +112,7 @@ func New(cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{cfg: cfg, log: log, pending: map[pendingKey]*model.Job{}, tables: map[int64]uint64{}}, nil
+	return &Store{cfg: cfg, log: log, pending: map[pendingKey]*model.Job{}, tables: map[int64]uint64{}, done: make(chan struct{})}, nil
 }
 
 // Path returns the bbolt file of a keyspace.
@@ -193,8 +194,11 @@ func (s *Store) RegisterKeyspace(ctx context.Context, keyspaceID uint32) error {
 	}
 	s.registered.Store(true)
 	go func() {
-		<-ctx.Done()
-		s.closed.Store(true)
+		select {
+		case <-ctx.Done():
+			s.closed.Store(true)
+		case <-s.done:
+		}
 	}()
 	return nil
 }
@@ -346,9 +350,14 @@ func (s *Store) DDLSubscriptions() ([]Subscription, error) {
 
 // Close releases the store file. Calls after Close return ErrStopped.
 func (s *Store) Close() error {
-	s.closed.Store(true)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	s.closed.Store(true)
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 	if s.p == nil {
 		return nil
 	}
