@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/kvproto/pkg/cdcpb"
+
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
 	"github.com/searchfabric/sfemu/fakeupstream/topology"
@@ -458,6 +460,14 @@ func (c *Cluster) DuplicateWindow(id uint64, n int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.feed.DuplicateWindow(id, n)
+}
+
+// InjectRows queues raw rows (protocol violations included) to the live
+// subscriptions of region id; see cdcfeed.Feed.InjectRows.
+func (c *Cluster) InjectRows(id uint64, rows ...*cdcpb.Event_Row) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.feed.InjectRows(id, rows...)
 }
 
 func cloneBytes(b []byte) []byte {

@@ -3,8 +3,10 @@ package fakeupstream_test
 import (
 	"context"
 	"errors"
+
 	"flag"
 	"fmt"
+	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"math/rand"
 	"sort"
 	"strings"
@@ -406,5 +408,44 @@ func TestSourceCancelSubscription(t *testing.T) {
 	}
 	if st, ok := src.SpanStats(2); !ok || st.Rows != 2 {
 		t.Fatalf("stats of the live subscription: %+v %v", st, ok)
+	}
+}
+
+// Rule S-3: a protocol violation (a row at or below the region's resolved
+// ts, i.e. data loss) is fatal: Pump returns it and keeps returning it.
+func TestSourceFatalIsSticky(t *testing.T) {
+	c := newCluster(t, 1)
+	src := c.NewSource(fakeupstream.SourceConfig{})
+	rec := newRecorder()
+	start := c.Oracle().Next()
+	if err := src.Subscribe(context.Background(), 1, tablecodec.TableRecordSpan(0, false, tableID), start, rec); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(100 * time.Millisecond)
+	if err := src.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(100 * time.Millisecond)
+	if err := src.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if rec.resolved <= start {
+		t.Fatalf("resolved ts did not advance: %d", rec.resolved)
+	}
+	r := c.LocateRaw(rowKey(1))
+	late := &cdcpb.Event_Row{Type: cdcpb.Event_COMMITTED, OpType: cdcpb.Event_Row_PUT, Key: rowKey(1), Value: []byte("lost"),
+		StartTs: start, CommitTs: start + 1}
+	if n := c.InjectRows(r.ID, late); n != 1 {
+		t.Fatalf("injected into %d subscriptions", n)
+	}
+	err := src.Pump()
+	if err == nil || !strings.Contains(err.Error(), "resolved") {
+		t.Fatalf("want a fatal data-loss error, got %v", err)
+	}
+	if err2 := src.Pump(); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("fatal error not sticky: %v", err2)
+	}
+	if len(rec.rows) != 0 {
+		t.Fatalf("violating row delivered: %v", rec.rows)
 	}
 }

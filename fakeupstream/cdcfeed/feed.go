@@ -562,6 +562,22 @@ func (f *Feed) DuplicateWindow(regionID uint64, n int) int {
 	return total
 }
 
+// InjectRows queues arbitrary rows to every live subscription of region
+// id, behind what is already queued, and returns how many subscriptions
+// got them. It exists to make a client meet protocol violations TiKV
+// would never produce (a COMMITTED row at or below the resolved ts, a
+// COMMIT without PREWRITE, an unknown row type), to test fail-fast paths.
+func (f *Feed) InjectRows(regionID uint64, rows ...*cdcpb.Event_Row) int {
+	n := 0
+	for _, d := range f.byRegion[regionID] {
+		for _, r := range rows {
+			d.queue = append(d.queue, item{row: r})
+		}
+		n++
+	}
+	return n
+}
+
 // Tick runs a resolved-ts round when a ResolvedTsIntervalMs has passed on
 // the clock since the last one. It reports whether a round ran.
 func (f *Feed) Tick() bool {
