@@ -3,15 +3,15 @@ package fakeupstream_test
 import (
 	"context"
 	"errors"
-
 	"flag"
 	"fmt"
-	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"math/rand"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pingcap/kvproto/pkg/cdcpb"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
