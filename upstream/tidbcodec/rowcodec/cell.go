@@ -66,6 +66,13 @@ func DecodeCell(f Format, cell []byte, c *Column, off int) (value.Datum, error) 
 	if len(cell) == 0 {
 		return value.Datum{}, colErr(f, c.ID, off, "empty datum")
 	}
+	n, err := peekDatum(cell)
+	if err != nil {
+		return value.Datum{}, colErr(f, c.ID, off, "%v", err)
+	}
+	if n != len(cell) {
+		return value.Datum{}, colErr(f, c.ID, off, "datum is %d bytes, %d given", n, len(cell))
+	}
 	return decodeDatum(f, cell, c, off)
 }
 
