@@ -462,6 +462,14 @@ func (c *Cluster) DuplicateWindow(id uint64, n int) int {
 	return c.feed.DuplicateWindow(id, n)
 }
 
+// FailRegion ends region id's subscriptions with a chosen region error
+// (server_is_busy, congested, unknown...); see cdcfeed.Feed.FailRegion.
+func (c *Cluster) FailRegion(id uint64, e *cdcpb.Error) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.feed.FailRegion(id, e)
+}
+
 // InjectRows queues raw rows (protocol violations included) to the live
 // subscriptions of region id; see cdcfeed.Feed.InjectRows.
 func (c *Cluster) InjectRows(id uint64, rows ...*cdcpb.Event_Row) int {

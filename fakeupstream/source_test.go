@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
+	"github.com/pingcap/kvproto/pkg/errorpb"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
@@ -447,5 +448,49 @@ func TestSourceFatalIsSticky(t *testing.T) {
 	}
 	if len(rec.rows) != 0 {
 		t.Fatalf("violating row delivered: %v", rec.rows)
+	}
+}
+
+// Rule F-10 / S-1: a retryable region error (server busy, congested,
+// unknown) makes the Source re-subscribe; rows re-sent by the new scan are
+// suppressed, nothing is lost.
+func TestSourceRetriesRegionErrors(t *testing.T) {
+	c := newCluster(t, 1)
+	src := c.NewSource(fakeupstream.SourceConfig{})
+	rec := newRecorder()
+	start := c.Oracle().Next()
+	if err := src.Subscribe(context.Background(), 1, tablecodec.TableRecordSpan(0, false, tableID), start, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i, e := range []*cdcpb.Error{
+		{ServerIsBusy: &errorpb.ServerIsBusy{Reason: "too many pending incremental scans", BackoffMs: 10}},
+		{Congested: &cdcpb.Congested{RegionId: 1}},
+		{},
+	} {
+		c.Put(rowKey(int64(i)), []byte("v"))
+		want++
+		if err := src.Pump(); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.FailRegion(c.LocateRaw(rowKey(0)).ID, e); n != 1 {
+			t.Fatalf("failed %d subscriptions", n)
+		}
+		c.Put(rowKey(int64(100+i)), []byte("w"))
+		want++
+		if err := src.Pump(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Advance(200 * time.Millisecond)
+	if err := src.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.rows) != want || len(rec.violations) > 0 {
+		t.Fatalf("rows %d want %d, violations %v", len(rec.rows), want, rec.violations)
+	}
+	st, _ := src.SpanStats(1)
+	if st.RegionFailures != 3 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -578,6 +578,17 @@ func (f *Feed) InjectRows(regionID uint64, rows ...*cdcpb.Event_Row) int {
 	return n
 }
 
+// FailRegion ends every live subscription of region id with error e
+// (server_is_busy, congested, an empty unknown error, ...), queued behind
+// their pending output, and returns how many it ended.
+func (f *Feed) FailRegion(regionID uint64, e *cdcpb.Error) int {
+	dss := append([]*downstream(nil), f.byRegion[regionID]...)
+	for _, d := range dss {
+		f.fail(d, e)
+	}
+	return len(dss)
+}
+
 // Tick runs a resolved-ts round when a ResolvedTsIntervalMs has passed on
 // the clock since the last one. It reports whether a round ran.
 func (f *Feed) Tick() bool {
