@@ -23,6 +23,9 @@ type Emulator struct {
 	opts Options
 	db   *storage.DB // nil in memory mode
 
+	// wmu serialises writers (schema, ingest, progress). mu guards the
+	// state readers see; writers hold wmu and take mu only to publish.
+	wmu    sync.Mutex
 	mu     sync.RWMutex
 	colls  map[string]*collection // by name, including dropped ones
 	parts  map[string]*apiv1.PartitionState
@@ -339,6 +342,8 @@ func (e *Emulator) WaitIndexed() {
 // Close stops the modalities and closes the store. Further calls fail with
 // CLOSED.
 func (e *Emulator) Close() error {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -370,7 +375,7 @@ func (e *Emulator) Close() error {
 	return nil
 }
 
-// writable is checked under e.mu by every write.
+// writableLocked is checked under wmu by every write.
 func (e *Emulator) writableLocked() error {
 	if e.closed {
 		return contract.Errf(contract.ReasonClosed, "", "an open emulator", "closed", "emulator is closed")

@@ -46,8 +46,11 @@ func (e *Emulator) mappedLocked(partition, wantCollection string) (*apiv1.Partit
 }
 
 func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	// Writers are serialised by wmu; they read state without mu (only
+	// writers change it) and take mu only to publish, so reads are not
+	// blocked by the durable commit.
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	if err := e.writableLocked(); err != nil {
 		return nil, err
 	}
@@ -101,11 +104,13 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 		return nil, err
 	}
 	// Apply (E41).
+	e.mu.Lock()
 	c.docs.Commit(plan)
 	e.parts[nps.GetSourcePartition()] = nps
 	if c.aux != nil {
 		c.aux.apply(changes)
 	}
+	e.mu.Unlock()
 	if c.textW != nil {
 		c.textW.enqueueChanges(changes)
 	}
@@ -131,8 +136,8 @@ func (e *Emulator) AdvancePartition(ctx context.Context, p *apiv1.PartitionProgr
 }
 
 func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionResponse, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	if err := e.writableLocked(); err != nil {
 		return nil, err
 	}
@@ -150,9 +155,12 @@ func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionR
 	case p.GetResolvedTs() == 0:
 		return nil, contract.Errf(contract.ReasonInvalidArgument, "resolved_ts", "> 0", "0", "resolved ts is required")
 	}
-	resp := &apiv1.AdvancePartitionResponse{Collection: c.name()}
+	name := c.name()
+	resp := &apiv1.AdvancePartitionResponse{Collection: name}
 	if p.GetSourceEpoch() == ps.GetSourceEpoch() && p.GetResolvedTs() == ps.GetResolvedTs() {
+		e.mu.RLock()
 		resp.SafeTs = c.safeTs()
+		e.mu.RUnlock()
 		return resp, nil
 	}
 	nps := clonePartition(ps)
@@ -161,47 +169,53 @@ func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionR
 		nps.LastSeq = 0
 	}
 	nps.ResolvedTs = p.GetResolvedTs()
-
-	// Advance the synchronous modalities on a copy first so a watermark
-	// error leaves everything unchanged.
-	name := c.name()
-	for _, m := range []apiv1.Modality{apiv1.Modality_MODALITY_DOCUMENT, apiv1.Modality_MODALITY_METADATA_AUX} {
-		if !c.has(m) {
-			continue
-		}
-		if old, ok := c.wm.PartitionApplied(contract.ModalityName(m), nps.GetSourcePartition()); ok && old > nps.GetResolvedTs() {
-			return nil, contract.Errf(contract.ReasonProgressRegression, "resolved_ts", fmt.Sprintf(">= %d", old), fmt.Sprint(nps.GetResolvedTs()), "%s applied ts would go back", contract.ModalityName(m))
-		}
-	}
 	if err := e.persist(func(tx *storage.Tx) error { return tx.PutPartition(nps) }); err != nil {
 		return nil, err
 	}
+
+	e.mu.Lock()
 	e.parts[nps.GetSourcePartition()] = nps
 	for _, m := range []apiv1.Modality{apiv1.Modality_MODALITY_DOCUMENT, apiv1.Modality_MODALITY_METADATA_AUX} {
 		if c.has(m) {
 			if err := c.wm.Advance(contract.ModalityName(m), nps.GetSourcePartition(), nps.GetResolvedTs()); err != nil {
+				// Inputs were checked above, so this is an internal
+				// inconsistency: stop accepting writes (E92).
 				e.broken = err
+				e.mu.Unlock()
 				return nil, contract.Errf(contract.ReasonInternal, "resolved_ts", "", "", "watermark: %v", err)
 			}
 		}
 	}
+	collected := e.collectTombstonesLocked(c)
+	resp.SafeTs = c.safeTs()
+	e.bumpLocked()
+	e.mu.Unlock()
+
 	if c.textW != nil {
 		c.textW.enqueueMark(nps.GetSourcePartition(), nps.GetResolvedTs())
 	}
 	if c.vecW != nil {
 		c.vecW.enqueueMark(nps.GetSourcePartition(), nps.GetResolvedTs())
 	}
-	if err := e.collectTombstonesLocked(c, name); err != nil {
-		return nil, err
+	if len(collected) > 0 {
+		if err := e.persist(func(tx *storage.Tx) error {
+			for _, pk := range collected {
+				if err := tx.DeleteEntry(name, pk); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
-	e.bumpLocked()
-	resp.SafeTs = c.safeTs()
 	return resp, nil
 }
 
-// collectTombstonesLocked removes tombstones that safe_ts has passed by the
-// retention (E39).
-func (e *Emulator) collectTombstonesLocked(c *collection, name string) error {
+// collectTombstonesLocked forgets the tombstones that safe_ts has passed by
+// the retention (E39) and returns their keys for the caller to delete on
+// disk. Called with mu held.
+func (e *Emulator) collectTombstonesLocked(c *collection) []string {
 	if e.opts.TombstoneRetention < 0 {
 		return nil
 	}
@@ -210,16 +224,5 @@ func (e *Emulator) collectTombstonesLocked(c *collection, name string) error {
 	if safe <= ret {
 		return nil
 	}
-	pks := c.docs.CollectTombstones(safe - ret)
-	if len(pks) == 0 {
-		return nil
-	}
-	return e.persist(func(tx *storage.Tx) error {
-		for _, pk := range pks {
-			if err := tx.DeleteEntry(name, pk); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return c.docs.CollectTombstones(safe - ret)
 }

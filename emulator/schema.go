@@ -30,8 +30,8 @@ func (e *Emulator) putSchema(req *apiv1.PutCollectionSchemaRequest) (*apiv1.PutC
 	digest := sha256.Sum256(reqBytes)
 	idemKey := storage.IdempotencyKey(req.GetMeta().GetClientId(), req.GetMeta().GetIdempotencyKey())
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	if err := e.writableLocked(); err != nil {
 		return nil, err
 	}
@@ -183,6 +183,8 @@ func (e *Emulator) putSchema(req *apiv1.PutCollectionSchemaRequest) (*apiv1.PutC
 	}
 
 	// Memory (after the durable commit).
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, p := range removedParts {
 		delete(e.parts, p)
 	}
