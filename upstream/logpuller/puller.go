@@ -64,6 +64,7 @@ type SpanPuller struct {
 	heldBytes int
 	batch     []kvevent.RawKVEntry
 	stats     Stats
+	stuck     stuckState
 }
 
 // NewSpanPuller creates the core for one span. The span keys must be
