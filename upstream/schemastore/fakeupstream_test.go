@@ -174,3 +174,108 @@ func TestFakeUpstreamSQLSequence(t *testing.T) {
 		t.Error("drop event without name change")
 	}
 }
+
+// pumpUntil drives the fake cluster until the store's resolved ts reaches
+// the cluster's current ts.
+func pumpUntil(t *testing.T, ctx context.Context, c *fakeupstream.Cluster, src *fakeupstream.Source, store *schemastore.Store) uint64 {
+	t.Helper()
+	target, _ := c.CurrentTs(ctx)
+	deadline := time.Now().Add(20 * time.Second)
+	for store.ResolvedTs() < target {
+		if err := store.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store resolved ts %d never reached %d", store.ResolvedTs(), target)
+		}
+		if err := c.Advance(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Pump(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return target
+}
+
+// TestFakeUpstreamRestartAndDropDatabase: a store restarted on its file
+// resubscribes from its persisted resolved ts through a new Source, picks
+// up DDLs run while it was down, and handles DROP DATABASE.
+func TestFakeUpstreamRestartAndDropDatabase(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sqlfront.New(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := srv.NewSession("")
+	exec := func(sql string) uint64 {
+		t.Helper()
+		res, err := ss.Exec(ctx, sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return res.CommitTs
+	}
+	start, _ := c.CurrentTs(ctx)
+	dir := t.TempDir()
+	open := func(cfg schemastore.Config) (*schemastore.Store, *fakeupstream.Source, context.CancelFunc) {
+		t.Helper()
+		src := c.NewSource(fakeupstream.SourceConfig{})
+		cfg.Dir, cfg.Source = dir, src
+		s, err := schemastore.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, scancel := context.WithCancel(ctx)
+		if err := s.RegisterKeyspace(sctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		return s, src, scancel
+	}
+	store, src, stop := open(schemastore.Config{Snapshot: c, InitialTs: start})
+	exec("CREATE DATABASE d")
+	exec("USE d")
+	exec("CREATE TABLE t (id BIGINT PRIMARY KEY, a VARCHAR(16))")
+	pumpUntil(t, ctx, c, src, store)
+	stop()
+	_ = store.Close()
+	_ = src.Close()
+
+	// while the store is down
+	addTs := exec("ALTER TABLE t ADD COLUMN b INT")
+	exec("CREATE TABLE u (id BIGINT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2")
+	uInfo, _, _ := srv.TableInfo("d", "u")
+	tInfo, _, _ := srv.TableInfo("d", "t")
+	dropTs := exec("DROP DATABASE d")
+
+	store, src, stop = open(schemastore.Config{}) // no snapshot reader: must resume from the file
+	defer stop()
+	defer store.Close()
+	pumpUntil(t, ctx, c, src, store)
+	if ti, err := store.GetTableInfo(tInfo.ID, addTs); err != nil || ti.ColumnByName("b") == nil {
+		t.Fatalf("DDL run while down: %v %v", ti, err)
+	}
+	if ti, err := store.GetTableInfo(tInfo.ID, addTs-1); err != nil || ti.ColumnByName("b") != nil {
+		t.Fatalf("before it: %v %v", ti, err)
+	}
+	evs, _, err := store.FetchTableTriggerDDLEvents(start, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := evs[len(evs)-1]
+	want := append([]int64{tInfo.ID}, uInfo.PhysicalIDs()...)
+	if drop.FinishedTs != dropTs || !reflect.DeepEqual(drop.NeedDroppedTables, want) || drop.TableNameChange == nil ||
+		drop.TableNameChange.DropDatabaseName != "d" || len(drop.TableNameChange.DropName) != 2 {
+		t.Errorf("drop database event: %+v %+v, want dropped %v", drop, drop.TableNameChange, want)
+	}
+	for _, id := range want {
+		if _, err := store.GetTableInfo(id, dropTs); !errors.Is(err, schemastore.ErrDropped) {
+			t.Errorf("table %d after drop database: %v", id, err)
+		}
+	}
+}
