@@ -528,24 +528,41 @@ func (f *Feed) Release(regionID uint64) { delete(f.holds, regionID) }
 
 // DuplicateWindow re-queues the last n rows delivered to each live
 // subscription of region id, as a network retry would re-send them. Only
-// rows a correct client can take twice are repeated: PREWRITE rows, COMMIT
-// rows whose PREWRITE is inside the window, and COMMITTED rows, all above
-// the resolved ts already delivered. It returns the number of rows queued.
+// rows a correct client can take twice are repeated, so the client's
+// matcher stays balanced: COMMITTED rows above the resolved ts already
+// delivered; PREWRITE rows whose COMMIT or ROLLBACK is also repeated, or
+// whose lock is still in the store; COMMIT and ROLLBACK rows whose
+// PREWRITE is repeated (COMMITs only above the delivered resolved ts). It
+// returns the number of rows queued.
 func (f *Feed) DuplicateWindow(regionID uint64, n int) int {
 	total := 0
+	type txnKey struct {
+		startTs uint64
+		key     string
+	}
 	for _, d := range f.byRegion[regionID] {
 		h := d.history
 		if len(h) > n {
 			h = h[len(h)-n:]
 		}
-		prewrites := map[string]bool{}
+		ends := map[txnKey]bool{}
 		for _, r := range h {
-			pk := fmt.Sprintf("%d/%x", r.StartTs, r.Key)
+			if (r.Type == cdcpb.Event_COMMIT && r.CommitTs > d.lastSent) || r.Type == cdcpb.Event_ROLLBACK {
+				ends[txnKey{r.StartTs, string(r.Key)}] = true
+			}
+		}
+		prewrites := map[txnKey]bool{}
+		for _, r := range h {
+			tk := txnKey{r.StartTs, string(r.Key)}
 			switch r.Type {
 			case cdcpb.Event_PREWRITE:
-				prewrites[pk] = true
-			case cdcpb.Event_COMMIT:
-				if !prewrites[pk] || r.CommitTs <= d.lastSent {
+				l, locked := f.b.Store.LockOf(r.Key)
+				if !ends[tk] && !(locked && l.StartTs == r.StartTs) {
+					continue
+				}
+				prewrites[tk] = true
+			case cdcpb.Event_COMMIT, cdcpb.Event_ROLLBACK:
+				if !prewrites[tk] || !ends[tk] {
 					continue
 				}
 			case cdcpb.Event_COMMITTED:

@@ -586,3 +586,37 @@ func TestUndecodableRangeObservesRegion(t *testing.T) {
 	}
 	equal(t, cl.drain(1), []string{"r1 COMMITTED PUT a v=1 old=", "r1 INITIALIZED UNKNOWN  v= old="})
 }
+
+// Rule F-10: a duplicated window keeps PREWRITE/COMMIT pairs together and
+// leaves out rows a client could not take twice.
+func TestDuplicateWindowKeepsPairs(t *testing.T) {
+	c := newCluster(t, 1)
+	cl := newClient(t, c)
+	r := c.Regions()[0]
+	cl.register(r, r.Leader, 1, c.Oracle().Next(), false)
+	cl.drain(1)
+	tx := c.Begin()
+	tx.Set([]byte("a"), []byte("1"))
+	tx.Commit()
+	open := c.Begin()
+	open.Set([]byte("b"), []byte("2"))
+	open.Prewrite()
+	cl.drain(1)
+	// Window of 3 holds the whole pair of a and the PREWRITE of b.
+	if n := c.DuplicateWindow(r.ID, 3); n != 3 {
+		t.Fatalf("duplicated %d rows", n)
+	}
+	equal(t, cl.drain(1), []string{"r1 PREWRITE PUT a v=1 old=", "r1 COMMIT PUT a v= old=", "r1 PREWRITE PUT b v=2 old="})
+	// Window of 2: COMMIT a (without its PREWRITE) and PREWRITE b (still
+	// locked): only the PREWRITE of b may be repeated.
+	if n := c.DuplicateWindow(r.ID, 2); n != 1 {
+		t.Fatalf("duplicated %d rows", n)
+	}
+	equal(t, cl.drain(1), []string{"r1 PREWRITE PUT b v=2 old="})
+	// Once b commits, its old PREWRITE alone is no longer repeated.
+	open.Commit()
+	cl.drain(1)
+	if n := c.DuplicateWindow(r.ID, 1); n != 0 {
+		t.Fatalf("duplicated %d rows after commit", n)
+	}
+}
