@@ -136,6 +136,12 @@ func TestClassification(t *testing.T) {
 	if a, b := colText(t, update.PreRow, 1), colText(t, update.Row, 1); a != "7" || b != "7" {
 		t.Fatalf("update handle column %q -> %q", a, b)
 	}
+	if a, b := update.PreRow.String(), update.Row.String(); a != "{id=7, name=old, n=1}" || b != "{id=7, name=new, n=2}" {
+		t.Fatalf("String: %s -> %s", a, b)
+	}
+	if s := update.Row.String(); (Row{}).String() != "<empty>" || s == "" {
+		t.Fatal("empty row String")
+	}
 
 	del := mustDecode(t, m, &kvevent.RawKVEntry{OpType: kvevent.OpTypeDelete, Key: intKey(10, 7), OldValue: oldVal}, ti)
 	if del.RowType != RowTypeDelete || !del.Row.IsEmpty() || del.PreRow.IsEmpty() || del.HandleOnly {

@@ -5,6 +5,7 @@ package mounter
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
@@ -277,4 +278,29 @@ func (img *image) decodeAll(td *tableDecoder) error {
 	}
 	img.datums, img.states = img.datums[:n], img.states[:n]
 	return img.view.DecodeColumns(td.sorted, img.datums, img.states)
+}
+
+// String renders the image for logs and test failures:
+// "{name=value, ...}" in table order, "<empty>" for an absent image, or the
+// error that stopped the rendering.
+func (r Row) String() string {
+	if r.IsEmpty() {
+		return "<empty>"
+	}
+	var sb strings.Builder
+	sb.WriteByte('{')
+	err := r.ForEach(func(c *model.ColumnInfo, d value.Datum) error {
+		if sb.Len() > 1 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(c.Name.O)
+		sb.WriteByte('=')
+		sb.WriteString(d.String())
+		return nil
+	})
+	if err != nil {
+		return fmt.Sprintf("<row: %v>", err)
+	}
+	sb.WriteByte('}')
+	return sb.String()
 }
