@@ -523,3 +523,35 @@ func TestLossyKeyCollation(t *testing.T) {
 		t.Error("non-string column reported lossy")
 	}
 }
+
+// Rule MT14: steady-state decoding of clustered rows, handle columns from
+// the key included, does not allocate per row (the key slab aside).
+func TestCommonHandleNoAllocs(t *testing.T) {
+	m := New(Config{})
+	ti := commonTable(22, "utf8mb4_bin")
+	key := commonKey(t, 22, "a-longer-string-key-value", 42)
+	val := v2(t, []int64{3}, str("val"))
+	upd := &kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: key, Value: val, OldValue: val}
+	del := &kvevent.RawKVEntry{OpType: kvevent.OpTypeDelete, Key: key}
+	var rc RowChange
+	var dst []value.Datum
+	run := func() {
+		if err := m.Decode(upd, ti, &rc); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if dst, err = rc.Row.Datums(dst); err != nil || string(dst[0].GetBytes()) != "a-longer-string-key-value" {
+			t.Fatalf("%v %v", dst, err)
+		}
+		if err := m.Decode(del, ti, &rc); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := rc.PreRow.Column(1); err != nil || string(d.GetBytes()) != "a-longer-string-key-value" {
+			t.Fatalf("%v %v", d, err)
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(200, run); n > 0.1 {
+		t.Fatalf("%v allocs per update+delete", n)
+	}
+}
