@@ -256,41 +256,48 @@ func (x *Index) Search(queryText string, fields []string, k int, filter func(pk 
 	}
 	q := bleve.NewDisjunctionQuery(disj...)
 
-	// Without a filter one search of size k suffices. With a filter, fetch a
-	// window, filter it, and widen until k survive or the matches run out.
-	size := k
+	// bleve ranks by score alone (sorting by "_id" as a tie-breaker would
+	// load the id of every matching document, several times slower on
+	// common terms). Ties are made deterministic here instead: fetch a
+	// window, and widen it until the k-th surviving hit scores strictly
+	// above everything not fetched (or the matches run out); then order the
+	// window by (score desc, pk asc) and cut k. With a filter the window
+	// starts wider because some hits will not survive.
+	size := k + 1
 	if filter != nil {
 		size = max(4*k, 64)
 	}
 	for {
 		req := bleve.NewSearchRequestOptions(q, size, 0, false)
-		req.SortBy([]string{"-_score", "_id"})
 		res, err := x.idx.Search(req)
 		if err != nil {
 			return nil, fmt.Errorf("text: search %q: %w", queryText, err)
 		}
-		hits := make([]Hit, 0, min(k, len(res.Hits)))
+		hits := make([]Hit, 0, len(res.Hits))
 		for _, h := range res.Hits {
-			if filter != nil && !filter(h.ID) {
-				continue
-			}
-			hits = append(hits, Hit{PK: h.ID, Score: h.Score})
-			if len(hits) == k {
-				break
+			if filter == nil || filter(h.ID) {
+				hits = append(hits, Hit{PK: h.ID, Score: h.Score})
 			}
 		}
-		if len(hits) == k || uint64(len(res.Hits)) >= res.Total || filter == nil {
+		exhausted := len(res.Hits) < size || uint64(len(res.Hits)) >= res.Total
+		if !exhausted && len(hits) >= k && len(res.Hits) > 0 {
+			// Unfetched documents score at most the last fetched one.
+			exhausted = res.Hits[len(res.Hits)-1].Score < hits[k-1].Score
+		}
+		if exhausted {
 			sortHits(hits)
+			if len(hits) > k {
+				hits = hits[:k]
+			}
 			return hits, nil
 		}
 		size *= 4
 	}
 }
 
-// sortHits re-establishes (score desc, pk asc): bleve already sorts this way,
-// this only guards the contract against a library change.
+// sortHits orders hits by (score desc, pk asc) (rule T-S3).
 func sortHits(h []Hit) {
-	sort.SliceStable(h, func(i, j int) bool {
+	sort.Slice(h, func(i, j int) bool {
 		if h[i].Score != h[j].Score {
 			return h[i].Score > h[j].Score
 		}

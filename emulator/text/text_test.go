@@ -120,6 +120,25 @@ func TestTiesOrderedByPK(t *testing.T) {
 	hits, err := x.Search("tied", nil, 3, nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b", "m"}, pks(hits))
+
+	// A tie straddling the k boundary, far deeper than the first window:
+	// 20 strong hits, then 300 equal ones of which the smallest PKs win.
+	y := mustOpen(t, "", "body")
+	ops = nil
+	for i := 0; i < 300; i++ {
+		ops = append(ops, up(fmt.Sprintf("t%03d", 299-i), "body", "tied words here"))
+	}
+	for i := 0; i < 20; i++ {
+		ops = append(ops, up(fmt.Sprintf("s%02d", i), "body", "tied tied tied"))
+	}
+	require.NoError(t, y.Apply(ops))
+	hits, err = y.Search("tied", nil, 25, nil)
+	require.NoError(t, err)
+	require.Len(t, hits, 25)
+	for i := 0; i < 20; i++ {
+		require.Equal(t, fmt.Sprintf("s%02d", i), hits[i].PK)
+	}
+	require.Equal(t, []string{"t000", "t001", "t002", "t003", "t004"}, pks(hits[20:]))
 }
 
 // Rules T-A1, T-A2: ops apply in order, last op for a PK wins, an upsert
