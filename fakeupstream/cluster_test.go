@@ -275,3 +275,69 @@ func BenchmarkCommit1PCWithSource(b *testing.B) {
 	src.Pump()
 	reportRows(b, cpu0)
 }
+
+// Concurrency: writers on several goroutines while Source.Run delivers on
+// another; every row arrives (run under -race in CI).
+func TestConcurrentWritersWithRun(t *testing.T) {
+	c, err := fakeupstream.New(fakeupstream.Config{RealClock: true, Feed: cdcfeedConfig(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SplitRaw(rowKey(500))
+	src := c.NewSource(fakeupstream.SourceConfig{PollInterval: time.Millisecond})
+	rec := &syncRecorder{}
+	if err := src.Subscribe(context.Background(), 1, tablecodec.TableRecordSpan(0, false, tableID), c.Oracle().Next(), rec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	const writers, perWriter = 4, 100
+	errs := make(chan error, writers)
+	var last [writers]uint64
+	for w := 0; w < writers; w++ {
+		go func(w int) {
+			for i := 0; i < perWriter; i++ {
+				tx := c.Begin()
+				tx.Set(rowKey(int64(w*250+i)), []byte("v"))
+				var ts uint64
+				var err error
+				if i%2 == 0 {
+					ts, err = tx.Commit()
+				} else {
+					ts, err = tx.Commit1PC()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				last[w] = ts
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var maxTs uint64
+	for _, ts := range last {
+		maxTs = max(maxTs, ts)
+	}
+	for rec.get() <= maxTs {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("resolved ts %d never passed %d (rows %d)", rec.get(), maxTs, rec.rows())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec.rows() != writers*perWriter {
+		t.Fatalf("rows %d, want %d", rec.rows(), writers*perWriter)
+	}
+}
