@@ -63,6 +63,9 @@ type sliceRow []value.Datum
 
 func (r sliceRow) Column(offset int, _ *model.ColumnInfo) (value.Datum, error) { return r[offset], nil }
 
+// Datums makes sliceRow a BulkColumnSource like mounter rows.
+func (r sliceRow) Datums(dst []value.Datum) ([]value.Datum, error) { return append(dst[:0], r...), nil }
+
 func newBenchBridge(b *testing.B) (*Bridge, *model.TableInfo, sliceRow) {
 	ti, fr := tenColumnTable()
 	r := make(sliceRow, len(fr))
@@ -107,6 +110,9 @@ func BenchmarkBridgeRowCore(b *testing.B) {
 			}
 			p.seq.assign(len(drained))
 			cuts = cutPoints(len(drained), DefaultMaxBatchRows, func(int) string { return "g" }, cuts)
+			for j := range drained {
+				drained[j].Value.release()
+			}
 			clear(drained)
 		}
 	}

@@ -411,6 +411,10 @@ func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, dd
 	}
 	var batches []*apiv1.MutationBatch
 	batches, p.cuts = buildBatches(p.name, coll.name, coll.token, &p.seq, p.drained, b.cfg.MaxBatchRows, p.cuts, &p.alloc)
+	// The protobufs hold copies of every byte: recycle the slab memory.
+	for i := range p.drained {
+		p.drained[i].Value.release()
+	}
 	for _, batch := range batches {
 		resp, err := b.sink.Ingest(ctx, batch)
 		if err != nil {

@@ -25,6 +25,11 @@ func (m *mounterRow) Column(offset int, _ *model.ColumnInfo) (value.Datum, error
 	return m.r.ColumnAt(offset)
 }
 
+// Datums decodes the whole image in one pass (BulkColumnSource).
+func (m *mounterRow) Datums(dst []value.Datum) ([]value.Datum, error) {
+	return m.r.Datums(dst)
+}
+
 // OnRowChanged implements minicdc.Callback (N15). It is called
 // sequentially per table (M13), which is what makes the per-partition
 // adapters safe.

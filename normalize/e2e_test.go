@@ -92,7 +92,11 @@ func TestE2EScriptedThroughEmulator(t *testing.T) {
 		{PhysicalID: 201, SchemaID: 2, Database: "shop", Info: users},
 		{PhysicalID: 202, SchemaID: 2, Database: "shop", Info: users},
 	}
-	br, err := New(Config{ClientID: "e2e", StartTs: 100, Tables: tables, MaxBatchRows: 2}, em)
+	// title is a keyword here (N18 override): with no text modality the
+	// reopened emulator has no async indexer (see the report on the
+	// emulator's reopen race).
+	roles := map[string]RoleOverrides{"shop.items": {"title": apiv1.FieldRole_FIELD_ROLE_KEYWORD}, "shop.users": {"title": apiv1.FieldRole_FIELD_ROLE_KEYWORD}}
+	br, err := New(Config{ClientID: "e2e", StartTs: 100, Tables: tables, MaxBatchRows: 2, Roles: roles}, em)
 	require.NoError(t, err)
 	res, err := br.Open(ctx)
 	require.NoError(t, err)
@@ -134,7 +138,7 @@ func TestE2EScriptedThroughEmulator(t *testing.T) {
 	require.Equal(t, uint64(130), res.StartTs)
 	require.Equal(t, uint64(2), res.Epoch)
 	tables[0].Info = items2
-	br2, err := New(Config{ClientID: "e2e", StartTs: res.StartTs, Tables: tables}, em)
+	br2, err := New(Config{ClientID: "e2e", StartTs: res.StartTs, Tables: tables, Roles: roles}, em)
 	require.NoError(t, err)
 	_, err = br2.Open(ctx)
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
@@ -20,6 +22,14 @@ type ColumnSource interface {
 	// Column returns the value of the column at offset in
 	// TableInfo.Columns (col is that column).
 	Column(offset int, col *model.ColumnInfo) (value.Datum, error)
+}
+
+// BulkColumnSource is a ColumnSource that can decode a whole image in one
+// pass (mounter.Row.Datums); the bridge uses it for full images.
+type BulkColumnSource interface {
+	ColumnSource
+	// Datums fills dst (grown to len(TableInfo.Columns)) by column offset.
+	Datums(dst []value.Datum) ([]value.Datum, error)
 }
 
 // valKind is the owned form of a contract Value kind (E42).
@@ -51,11 +61,21 @@ type Mutation struct {
 	CommitTs uint64
 	Kind     apiv1.MutationKind
 	shape    *shape
+	chunk    *chunk     // slab chunk holding vals and data; nil when allocated
 	vals     []ownedVal // one per shape field for upserts; nil for deletes
 	// data holds the variable-size value bytes followed by the canonical
 	// primary key (E14) from pkOff on, in slab memory.
 	data  []byte
 	pkOff uint32
+}
+
+// release returns the mutation's slab memory; the mutation must not be
+// used afterwards.
+func (m *Mutation) release() {
+	if m.chunk != nil {
+		m.chunk.release()
+		m.chunk = nil
+	}
 }
 
 // PrimaryKey returns the canonical key string (a copy).
@@ -68,13 +88,60 @@ func (m *Mutation) size() int64 {
 	return int64(len(m.data)) + int64(len(m.vals))*int64(unsafe.Sizeof(ownedVal{})) + 64
 }
 
-// slab hands out owned memory in large chunks so that copying a row costs
-// no allocation in steady state. Chunks are never reused while referenced:
-// a full chunk is simply replaced and dropped by the GC once its rows are
-// ingested.
-type slab struct {
+// chunk is one block of slab memory. refs counts the buffered mutations
+// that point into it, plus one while it is its copier's current chunk.
+// Mutations are copied into protobuf messages before they are released
+// (toProto copies every byte), so a chunk whose count drops to zero is
+// recycled: in steady state copying a row allocates nothing and the GC has
+// nothing to collect.
+type chunk struct {
 	vals []ownedVal
 	data []byte
+	refs atomic.Int32
+}
+
+func (c *chunk) release() {
+	if c.refs.Add(-1) == 0 {
+		c.vals, c.data = c.vals[:0], c.data[:0]
+		chunks.put(c)
+	}
+}
+
+// chunkFreeList recycles chunks between copiers (path goroutines) and the
+// control goroutine that releases drained rows.
+type chunkFreeList struct {
+	mu   sync.Mutex
+	free []*chunk
+}
+
+const maxFreeChunks = 256
+
+var chunks chunkFreeList
+
+func (l *chunkFreeList) get() *chunk {
+	l.mu.Lock()
+	if n := len(l.free); n > 0 {
+		c := l.free[n-1]
+		l.free[n-1] = nil
+		l.free = l.free[:n-1]
+		l.mu.Unlock()
+		return c
+	}
+	l.mu.Unlock()
+	return &chunk{vals: make([]ownedVal, 0, slabVals), data: make([]byte, 0, slabBytes)}
+}
+
+func (l *chunkFreeList) put(c *chunk) {
+	l.mu.Lock()
+	if len(l.free) < maxFreeChunks {
+		l.free = append(l.free, c)
+	}
+	l.mu.Unlock()
+}
+
+// slab hands out owned memory from the copier's current chunk.
+type slab struct {
+	cur *chunk
 }
 
 const (
@@ -82,40 +149,51 @@ const (
 	slabBytes = 32 << 10
 )
 
-func (s *slab) takeVals(n int) []ownedVal {
-	if cap(s.vals)-len(s.vals) < n {
-		s.vals = make([]ownedVal, 0, max(slabVals, n))
+// fresh retires the current chunk and takes another.
+func (s *slab) fresh() {
+	if s.cur != nil {
+		s.cur.release()
 	}
-	start := len(s.vals)
-	s.vals = s.vals[:start+n]
-	return s.vals[start : start+n : start+n]
+	s.cur = chunks.get()
+	s.cur.refs.Store(1)
 }
 
-func (s *slab) copyBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
+// takeVals returns n value slots. Rows too wide for a chunk get their own
+// allocation (and no chunk).
+func (s *slab) takeVals(n int) []ownedVal {
+	if n > slabVals/4 {
+		return make([]ownedVal, n)
 	}
-	if cap(s.data)-len(s.data) < len(b) {
-		if len(b) > slabBytes/4 {
-			return append([]byte(nil), b...) // large value: own allocation
-		}
-		s.data = make([]byte, 0, slabBytes)
+	if s.cur == nil || cap(s.cur.vals)-len(s.cur.vals) < n {
+		s.fresh()
 	}
-	start := len(s.data)
-	s.data = append(s.data, b...)
-	return s.data[start:len(s.data):len(s.data)]
+	c := s.cur
+	start := len(c.vals)
+	c.vals = c.vals[:start+n]
+	return c.vals[start : start+n : start+n]
+}
+
+// inChunk reports whether vals were taken from chunk c.
+func inChunk(c *chunk, vals []ownedVal) bool {
+	if c == nil || len(vals) == 0 || cap(c.vals) == 0 {
+		return false
+	}
+	base := unsafe.Pointer(unsafe.SliceData(c.vals[:cap(c.vals)]))
+	p := unsafe.Pointer(unsafe.SliceData(vals))
+	return uintptr(p) >= uintptr(base) && uintptr(p) < uintptr(base)+uintptr(cap(c.vals))*unsafe.Sizeof(ownedVal{})
 }
 
 // rowCopier lowers borrowed rows into owned mutations for one partition.
 // It is used only by that partition's delivery goroutine (M13).
 type rowCopier struct {
 	slab    slab
-	scratch []byte     // value bytes of the row being copied
-	keyBuf  []byte     // primary key being built
-	oldKey  []byte     // key of an update's old image
-	comp    []byte     // one key component
-	tmpVals []ownedVal // scratch values of a key-only image
-	cur     []ownedVal // values of the image being copied (slab or tmpVals)
+	scratch []byte        // value bytes of the row being copied
+	keyBuf  []byte        // primary key being built
+	oldKey  []byte        // key of an update's old image
+	comp    []byte        // one key component
+	tmpVals []ownedVal    // scratch values of a key-only image
+	cur     []ownedVal    // values of the image being copied (slab or tmpVals)
+	datums  []value.Datum // a whole image from a BulkColumnSource
 }
 
 // RowError names the table, column and problem of a row that cannot be
@@ -145,12 +223,28 @@ func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, r
 	} else {
 		c.cur = c.slab.takeVals(n)
 	}
+	var all []value.Datum
+	if bulk, ok := src.(BulkColumnSource); ok && !keyOnly {
+		var err error
+		if c.datums, err = bulk.Datums(c.datums[:0]); err != nil {
+			return &RowError{TableID: tableID, CommitTs: commitTs, Err: err}
+		}
+		all = c.datums
+	}
 	for j := 0; j < n; j++ {
 		i := j
 		if keyOnly {
 			i = s.pk[j]
 		}
 		f := &s.fields[i]
+		if all != nil && f.offset >= 0 && f.offset < len(all) {
+			v, err := c.lower(f, &all[f.offset])
+			if err != nil {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+			}
+			c.cur[i] = v
+			continue
+		}
 		var v ownedVal
 		if f.offset < 0 {
 			h, err := rowIDFromKey(rowKey)
@@ -342,19 +436,49 @@ func (c *rowCopier) buildKey(s *shape) error {
 	return nil
 }
 
-// own moves the row being copied into slab memory as a Mutation.
+// own moves the row being copied into slab memory as a Mutation holding a
+// reference on its chunk. Values (copyImage put them in the current chunk)
+// and bytes (values then key) live in the same chunk; if the bytes do not
+// fit, the row moves to a fresh chunk.
 func (c *rowCopier) own(s *shape, commitTs uint64, kind apiv1.MutationKind, withVals bool) Mutation {
 	m := Mutation{CommitTs: commitTs, Kind: kind, shape: s}
-	// Values and key share one slab range.
 	if !withVals {
 		c.scratch = c.scratch[:0]
 	}
 	m.pkOff = uint32(len(c.scratch))
 	c.scratch = append(c.scratch, c.keyBuf...)
-	m.data = c.slab.copyBytes(c.scratch)
-	if withVals {
-		m.vals = c.cur // already slab memory (copyImage)
+	n := len(c.scratch)
+	sl := &c.slab
+	valsInChunk := withVals && inChunk(sl.cur, c.cur)
+	if n > slabBytes/4 || (withVals && !valsInChunk) {
+		// Large row: plain allocations, no chunk.
+		m.data = append([]byte(nil), c.scratch...)
+		if withVals {
+			m.vals = c.cur
+			if valsInChunk {
+				m.vals = append([]ownedVal(nil), c.cur...)
+			}
+		}
+		return m
 	}
+	if sl.cur == nil || cap(sl.cur.data)-len(sl.cur.data) < n {
+		sl.fresh()
+		if withVals {
+			// Move the values into the new chunk too.
+			v := sl.takeVals(len(c.cur))
+			copy(v, c.cur)
+			c.cur = v
+		}
+	}
+	ch := sl.cur
+	start := len(ch.data)
+	ch.data = append(ch.data, c.scratch...)
+	m.data = ch.data[start : start+n : start+n]
+	if withVals {
+		m.vals = c.cur
+	}
+	ch.refs.Add(1)
+	m.chunk = ch
 	return m
 }
 

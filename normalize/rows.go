@@ -109,6 +109,7 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 			c.keyBuf = append(c.keyBuf[:0], c.oldKey...)
 			del := c.own(s, in.CommitTs, apiv1.MutationKind_MUTATION_KIND_DELETE, false)
 			if err := b.buffer(ctx, p, del); err != nil {
+				up.release()
 				return err
 			}
 		}
@@ -132,6 +133,7 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 
 func (b *Bridge) buffer(ctx context.Context, p *partition, m Mutation) error {
 	if err := p.buf.Add(ctx, m.CommitTs, m.size(), m); err != nil {
+		m.release()
 		return overflowError(err)
 	}
 	p.rowsSinceOpen.Add(1)
