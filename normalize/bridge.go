@@ -143,7 +143,11 @@ type collection struct {
 	version uint64
 	token   string
 	lastDDL uint64
-	pending map[string]*apiv1.PutCollectionSchemaRequest // sent, not yet acknowledged (N28)
+	// lastJobs are the DDL jobs this run applied at lastDDL: several events
+	// may share one FinishedTs (S44). Empty when lastDDL came from the
+	// emulator's lineage (restart).
+	lastJobs map[int64]bool
+	pending  map[string]*apiv1.PutCollectionSchemaRequest // sent, not yet acknowledged (N28)
 }
 
 // Bridge implements minicdc.Callback on top of a Sink (specs/normalization.md).
@@ -503,8 +507,8 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		if !affects(ev, coll) {
 			continue
 		}
-		if coll.active && T <= coll.lastDDL {
-			continue // applied before a restart (N28)
+		if coll.appliedBefore(T, ev.JobID) {
+			continue // already applied (N28)
 		}
 		// Flush every row at or below T, then record that progress (N26).
 		for _, p := range coll.partitions {
@@ -538,9 +542,31 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 				ev.JobID, model.ActionType(ev.Type), T, coll.name, err)
 		}
 		delete(coll.pending, key)
+		sameTs := coll.lastJobs != nil && coll.lastDDL == T
 		b.applyDDL(coll, req, resp, dropped)
+		if !sameTs {
+			coll.lastJobs = map[int64]bool{}
+		}
+		coll.lastJobs[ev.JobID] = true
 	}
 	return nil
+}
+
+// appliedBefore reports a DDL event the collection's lineage already
+// covers (N28): an older FinishedTs, or the same FinishedTs and either the
+// same job applied by this run or a lineage learned from the emulator (a
+// group of events sharing one FinishedTs is delivered together, M32).
+func (c *collection) appliedBefore(ts uint64, jobID int64) bool {
+	if !c.active && c.lastDDL == 0 {
+		return false
+	}
+	if ts < c.lastDDL {
+		return true
+	}
+	if ts == c.lastDDL {
+		return c.lastJobs == nil || c.lastJobs[jobID]
+	}
+	return false
 }
 
 // applyDDL updates the bridge's lineage after an acknowledged request.

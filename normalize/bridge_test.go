@@ -677,3 +677,18 @@ func TestSlabRecyclingKeepsValues(t *testing.T) {
 		require.Equal(t, want[m.GetCommitTs()], m.GetFields()["title"].GetStringValue(), "seed %d ts %d", seed, m.GetCommitTs())
 	}
 }
+
+// TestN28EventsSharingFinishedTs: two DDL events with one FinishedTs (a
+// group, S44) both apply; re-delivering either is a no-op.
+func TestN28EventsSharingFinishedTs(t *testing.T) {
+	h, _ := oneTable(t, Config{})
+	ev1, ti1 := addColumnDDL(h.ti[42], 11, 150, 60, "x1", mysql.TypeLong)
+	ev2, _ := addColumnDDL(ti1, 12, 150, 61, "x2", mysql.TypeLong)
+	h.ddl(ev1)
+	h.ddl(ev2)
+	require.Len(t, h.sink.puts, 3)
+	require.Len(t, h.sink.puts[2].GetDefinition().GetFields(), 5)
+	h.ddl(ev1)
+	h.ddl(ev2)
+	require.Len(t, h.sink.puts, 3, "applied events are not resent")
+}
