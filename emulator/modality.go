@@ -3,6 +3,7 @@ package emulator
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -250,21 +251,78 @@ func vectorApplier(fields []*vectorField) func([]docstore.Change) error {
 }
 
 // auxIndex is the metadata_aux modality: exact-match postings over KEYWORD
-// fields, used to narrow filtered searches. NUMERIC fields are range
-// filtered on the documents. It is applied synchronously with the document
-// store.
+// fields and a sorted value column over NUMERIC fields, used to narrow
+// filtered searches to candidates that the document filter then checks
+// exactly. It is applied synchronously with the document store (writers
+// hold the emulator's write lock); the numeric columns are re-sorted lazily
+// by readers under their own mutex.
 type auxIndex struct {
 	keyword map[string]map[string]map[string]struct{} // field -> value key -> pks
+	numeric map[string]*numericColumn                 // field -> column
+}
+
+// numericColumn holds a NUMERIC field's values as float64. float64(x) is
+// monotonic in x for int64 and uint64, so ranges over the converted values
+// give a superset of the exact matches.
+type numericColumn struct {
+	vals map[string]float64
+
+	mu     sync.Mutex
+	dirty  bool
+	sorted []numEntry
+}
+
+type numEntry struct {
+	v  float64
+	pk string
 }
 
 func newAuxIndex(def *apiv1.CollectionDefinition) *auxIndex {
-	a := &auxIndex{keyword: map[string]map[string]map[string]struct{}{}}
+	a := &auxIndex{keyword: map[string]map[string]map[string]struct{}{}, numeric: map[string]*numericColumn{}}
 	for _, f := range def.GetFields() {
-		if f.GetRole() == apiv1.FieldRole_FIELD_ROLE_KEYWORD {
+		switch f.GetRole() {
+		case apiv1.FieldRole_FIELD_ROLE_KEYWORD:
 			a.keyword[f.GetName()] = map[string]map[string]struct{}{}
+		case apiv1.FieldRole_FIELD_ROLE_NUMERIC:
+			switch f.GetType() {
+			case apiv1.FieldType_FIELD_TYPE_INT, apiv1.FieldType_FIELD_TYPE_UINT, apiv1.FieldType_FIELD_TYPE_FLOAT, apiv1.FieldType_FIELD_TYPE_BIT:
+				a.numeric[f.GetName()] = &numericColumn{vals: map[string]float64{}}
+			}
 		}
 	}
 	return a
+}
+
+func (n *numericColumn) set(pk string, v *apiv1.Value) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dirty = true
+	if v == nil || !isNumericKind(v) {
+		delete(n.vals, pk)
+		return
+	}
+	n.vals[pk] = asFloat(v)
+}
+
+// rangeCandidates returns the sorted keys whose value lies in [lo, hi].
+func (n *numericColumn) rangeCandidates(lo, hi float64) []string {
+	n.mu.Lock()
+	if n.dirty {
+		n.sorted = n.sorted[:0]
+		for pk, v := range n.vals {
+			n.sorted = append(n.sorted, numEntry{v, pk})
+		}
+		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].v < n.sorted[j].v })
+		n.dirty = false
+	}
+	i := sort.Search(len(n.sorted), func(i int) bool { return n.sorted[i].v >= lo })
+	var out []string
+	for ; i < len(n.sorted) && n.sorted[i].v <= hi; i++ {
+		out = append(out, n.sorted[i].pk)
+	}
+	n.mu.Unlock()
+	sort.Strings(out)
+	return out
 }
 
 // valueKey renders a scalar value as a posting key; ok is false for
@@ -291,6 +349,13 @@ func valueKey(v *apiv1.Value) (string, bool) {
 
 func (a *auxIndex) apply(changes []docstore.Change) {
 	for _, ch := range changes {
+		for field, col := range a.numeric {
+			var v *apiv1.Value
+			if ch.New != nil && !ch.New.Deleted {
+				v = ch.New.Fields[field]
+			}
+			col.set(ch.PK, v)
+		}
 		for field, post := range a.keyword {
 			if ch.Old != nil && !ch.Old.Deleted {
 				if k, ok := valueKey(ch.Old.Fields[field]); ok {
@@ -319,6 +384,19 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 // candidates returns the sorted keys that can match an EQ or IN filter on a
 // KEYWORD field; ok is false when the index cannot narrow the filter.
 func (a *auxIndex) candidates(f *apiv1.Filter) ([]string, bool) {
+	if col, ok := a.numeric[f.GetField()]; ok && isNumericKind(f.GetValue()) {
+		x := asFloat(f.GetValue())
+		inf := math.Inf(1)
+		switch f.GetOp() {
+		case apiv1.FilterOp_FILTER_OP_EQ:
+			return col.rangeCandidates(x, x), true
+		case apiv1.FilterOp_FILTER_OP_LT, apiv1.FilterOp_FILTER_OP_LTE:
+			return col.rangeCandidates(-inf, x), true
+		case apiv1.FilterOp_FILTER_OP_GT, apiv1.FilterOp_FILTER_OP_GTE:
+			return col.rangeCandidates(x, inf), true
+		}
+		return nil, false
+	}
 	post, indexed := a.keyword[f.GetField()]
 	if !indexed {
 		return nil, false

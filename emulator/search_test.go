@@ -1,6 +1,8 @@
 package emulator
 
 import (
+	"fmt"
+	"math/rand"
 	"testing"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
@@ -143,6 +145,71 @@ func TestFilterSemantics(t *testing.T) {
 		f := &apiv1.Filter{Field: "x", Op: c.op, Value: c.arg}
 		if got := matchOne(f, c.doc); got != c.want {
 			t.Errorf("case %d: %v %v %v = %v", i, c.doc, c.op, c.arg, got)
+		}
+	}
+}
+
+// metadata_aux narrowing returns exactly what a full document scan returns
+// (E74), for random keyword and numeric filters, including large integers
+// that float64 cannot represent exactly.
+func TestAuxIndexMatchesScan(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
+		return &apiv1.CollectionDefinition{
+			Name: name,
+			Fields: []*apiv1.Field{
+				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
+				{Name: "k", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_KEYWORD},
+				{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+			},
+			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
+		}
+	}
+	e := openMem(t, Options{})
+	ta := mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
+	tb := mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	big := int64(1) << 60
+	nums := []int64{-5, 0, 3, 7, big, big + 1, big + 2}
+	var seq uint64
+	for i := 0; i < 300; i++ {
+		seq++
+		id := rng.Intn(80)
+		var m *apiv1.Mutation
+		if rng.Intn(5) == 0 {
+			m = del(seq, uint64(10+i), id)
+		} else {
+			f := map[string]*apiv1.Value{"id": val(id), "k": val(fmt.Sprint("k", rng.Intn(4)))}
+			if rng.Intn(6) != 0 {
+				f["n"] = val(nums[rng.Intn(len(nums))])
+			}
+			m = &apiv1.Mutation{Seq: seq, CommitTs: uint64(10 + i), Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: fmt.Sprint(id), Fields: f}
+		}
+		mustIngest(t, e, mb("table:1", 1, ta, m))
+		mustIngest(t, e, mb("table:2", 1, tb, m))
+	}
+	ops := []apiv1.FilterOp{apiv1.FilterOp_FILTER_OP_EQ, apiv1.FilterOp_FILTER_OP_LT, apiv1.FilterOp_FILTER_OP_LTE, apiv1.FilterOp_FILTER_OP_GT, apiv1.FilterOp_FILTER_OP_GTE}
+	for q := 0; q < 200; q++ {
+		var f *apiv1.Filter
+		if rng.Intn(2) == 0 {
+			f = &apiv1.Filter{Field: "k", Op: apiv1.FilterOp_FILTER_OP_IN, Values: []*apiv1.Value{val(fmt.Sprint("k", rng.Intn(5))), val(fmt.Sprint("k", rng.Intn(5)))}}
+		} else {
+			arg := val(nums[rng.Intn(len(nums))])
+			if rng.Intn(3) == 0 {
+				arg = val(float64(nums[rng.Intn(len(nums))]) + 0.5)
+			}
+			f = &apiv1.Filter{Field: "n", Op: ops[rng.Intn(len(ops))], Value: arg}
+		}
+		ra, err := e.Search(bg, &apiv1.SearchRequest{Collection: "aux", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := e.Search(bg, &apiv1.SearchRequest{Collection: "scan", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eqKeys(hitKeys(ra), hitKeys(rb)...) || ra.GetTotal() != rb.GetTotal() {
+			t.Fatalf("filter %v: aux %v vs scan %v", f, hitKeys(ra), hitKeys(rb))
 		}
 	}
 }
