@@ -426,3 +426,15 @@ func TestGoConversions(t *testing.T) {
 		t.Errorf("decimal %s", s)
 	}
 }
+
+func TestConvertTZ(t *testing.T) {
+	tm, _ := ParseTime("2024-02-29 13:14:15.123", mysql.TypeTimestamp, 3)
+	got, err := tm.ConvertTZ(time.UTC, time.FixedZone("UTC+8", 8*3600))
+	if err != nil || got.String() != "2024-02-29 21:14:15.123" {
+		t.Fatalf("%s %v", got, err)
+	}
+	zero := Time{Type: mysql.TypeTimestamp}
+	if z, err := zero.ConvertTZ(time.UTC, time.FixedZone("x", 3600)); err != nil || z != zero {
+		t.Fatalf("zero timestamp converted: %v %v", z, err)
+	}
+}

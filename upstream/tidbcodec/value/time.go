@@ -329,3 +329,22 @@ func TimeFromGoRounded(g time.Time, tp byte, fsp int) (Time, error) {
 	}
 	return t, nil
 }
+
+// ConvertTZ reinterprets the wall clock of t from zone "from" into zone
+// "to" (TIMESTAMP values are stored in UTC: ConvertTZ(time.UTC, sessionLoc)
+// gives what a session in sessionLoc sees). Zero dates and dates with zero
+// parts are returned unchanged, as TiDB does.
+func (t Time) ConvertTZ(from, to *time.Location) (Time, error) {
+	if t.Month == 0 || t.Day == 0 {
+		return t, nil
+	}
+	g, err := t.GoTime(from)
+	if err != nil {
+		return Time{}, err
+	}
+	out := TimeFromGo(g.In(to), t.Type, int(t.Fsp))
+	if err := out.Validate(); err != nil {
+		return Time{}, err
+	}
+	return out, nil
+}
