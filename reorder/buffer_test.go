@@ -1,3 +1,4 @@
+// Tests for the seal-driven reorder buffer (specs/normalization.md N8-N14).
 package reorder
 
 import (

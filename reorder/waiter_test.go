@@ -1,3 +1,5 @@
+// Tests for bounded backpressure and terminal overflow
+// (specs/normalization.md N13).
 package reorder
 
 import (

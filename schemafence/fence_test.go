@@ -1,3 +1,5 @@
+// Tests for the DDL fence (specs/minicdc.md M29), the no-skip cursor
+// (M31, M32) and the same-ts rule (M30).
 package schemafence
 
 import (

@@ -1,3 +1,5 @@
+// Tests for applied_ts / safe_ts derivation and monotonic guards
+// (specs/emulator-contract.md E51-E53, specs/minicdc.md M39).
 package schemafence
 
 import (
