@@ -326,3 +326,25 @@ func TestSourceSubscription(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestLongHistoryBoundaries covers the binary-search lookup path (more than
+// eight versions) at FinishedTs-1, FinishedTs and between versions.
+func TestLongHistoryBoundaries(t *testing.T) {
+	e := baseEnv(t)
+	for i := 1; i <= 20; i++ {
+		e.deliver(uint64(1000+10*i), withTable(job(int64(i), model.ActionAddColumn, 10, 20, int64(i+1)), tbl(20, "t", 2+i)))
+	}
+	e.resolve(2000)
+	for i := 1; i <= 20; i++ {
+		ts := uint64(1000 + 10*i)
+		if n := len(e.info(20, ts).Columns); n != 3+i {
+			t.Errorf("at %d: %d columns, want %d", ts, n, 3+i)
+		}
+		if n := len(e.info(20, ts-1).Columns); n != 2+i {
+			t.Errorf("at %d: %d columns, want %d", ts-1, n, 2+i)
+		}
+		if n := len(e.info(20, ts+5).Columns); n != 3+i {
+			t.Errorf("at %d: %d columns, want %d", ts+5, n, 3+i)
+		}
+	}
+}

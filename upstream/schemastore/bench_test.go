@@ -26,6 +26,23 @@ func BenchmarkGetTableInfo(b *testing.B) {
 	}
 }
 
+// BenchmarkGetTableInfoLongHistory looks up a table with 200 versions
+// (binary search path).
+func BenchmarkGetTableInfoLongHistory(b *testing.B) {
+	e := baseEnv(b)
+	for i := 1; i <= 200; i++ {
+		e.deliver(uint64(1000+10*i), withTable(job(int64(i), model.ActionAddColumn, 10, 20, int64(i+1)), tbl(20, "t", 2+i%5)))
+	}
+	e.resolve(3000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.store.GetTableInfo(20, uint64(1005+10*(i%200))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGetTableInfoParallel measures the same lookup from all cores.
 func BenchmarkGetTableInfoParallel(b *testing.B) {
 	e := baseEnv(b)

@@ -86,7 +86,16 @@ func (h *history) lookup(tableID int64, ts uint64) (*model.TableInfo, error) {
 	// path asks for recent ts, and most tables have few versions.
 	i := len(vs) - 1
 	if len(vs) > 8 {
-		i = sort.Search(len(vs), func(k int) bool { return vs[k].ts > ts }) - 1
+		lo, hi := 0, len(vs) // first index with version ts > ts
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if vs[m].ts > ts {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		i = lo - 1
 	} else {
 		for i >= 0 && vs[i].ts > ts {
 			i--
