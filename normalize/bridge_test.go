@@ -692,3 +692,55 @@ func TestN28EventsSharingFinishedTs(t *testing.T) {
 	h.ddl(ev2)
 	require.Len(t, h.sink.puts, 3, "applied events are not resent")
 }
+
+// TestN3RenameKeepsCollectionAndPartition: a rename changes only source
+// metadata (ADDITIVE); the collection name and partition stay.
+func TestN3RenameKeepsCollectionAndPartition(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	renamed := *h.ti[42]
+	renamed.Name = ci("products")
+	h.ddl(&schemastore.DDLEvent{JobID: 40, Type: int(model.ActionRenameTable), TableID: 42, SchemaName: "store", TableName: "products",
+		SchemaVersion: 90, FinishedTs: 120, TableInfo: &renamed})
+	put := h.sink.puts[len(h.sink.puts)-1]
+	require.Equal(t, "shop.items", put.GetScope().GetCollection())
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE, put.GetUpdatePolicy())
+	require.Equal(t, "products", put.GetDefinition().GetSource().GetTable())
+	require.Equal(t, "store", put.GetDefinition().GetSource().GetDatabase())
+	require.Equal(t, []string{part}, put.GetDefinition().GetSourcePartitions())
+	h.ti[42] = &renamed
+	h.upsert(42, 130, row(2, "b", 0))
+	h.checkpoint(map[int64]uint64{42: 140})
+	require.Len(t, h.sink.liveDocs("shop.items"), 2)
+	require.Equal(t, uint64(2), h.sink.mutationsOf(part)[1].GetSeq())
+}
+
+// TestN27DropPartitionIsRebuildInPlace: dropping one configured partition
+// removes it from the definition; the other keeps streaming.
+func TestN27DropPartitionIsRebuildInPlace(t *testing.T) {
+	logical := intPKTable(100, "events")
+	logical.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 101, Name: ci("p0")}, {ID: 102, Name: ci("p1")}}}
+	sink := newFakeSink()
+	h := newHarness(t, sink, Config{Tables: []Table{
+		{PhysicalID: 101, Database: "app", Info: logical},
+		{PhysicalID: 102, Database: "app", Info: logical},
+	}})
+	h.upsert(101, 110, row(1, "a", 0))
+	h.upsert(102, 111, row(2, "b", 0))
+	next := *logical
+	next.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 102, Name: ci("p1")}}}
+	h.ddl(&schemastore.DDLEvent{JobID: 50, Type: int(model.ActionDropTablePartition), TableID: 100, SchemaName: "app",
+		SchemaVersion: 95, FinishedTs: 120, TableInfo: &next, NeedDroppedTables: []int64{101}})
+	put := sink.puts[len(sink.puts)-1]
+	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE, put.GetUpdatePolicy())
+	require.Equal(t, []string{"table:102"}, put.GetDefinition().GetSourcePartitions())
+	require.Len(t, sink.mutationsOf("table:101"), 1, "rows at or below the DDL were flushed first")
+	h.upsert(102, 130, row(3, "c", 0))
+	h.checkpoint(map[int64]uint64{101: 140, 102: 140})
+	require.Len(t, sink.mutationsOf("table:102"), 2)
+	for _, a := range sink.advs {
+		if a.GetSourcePartition() == "table:101" {
+			require.LessOrEqual(t, a.GetResolvedTs(), uint64(120), "a removed partition stops reporting")
+		}
+	}
+}
