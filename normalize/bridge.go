@@ -118,15 +118,16 @@ type partition struct {
 	skip uint64
 
 	// Control path (under Bridge.ctl).
-	seq           seqCounter
-	advanced      uint64 // last resolved ts stored for the partition
-	lastCP        uint64 // last checkpoint value seen
-	retired       bool   // removed from its collection by a DDL
-	drained       []reorder.Item[Mutation]
-	cuts          []int
-	alloc         protoAlloc
-	stateInSink   bool // the emulator holds stream state for it
-	rowsSinceOpen atomic.Uint64
+	seq         seqCounter
+	advanced    uint64 // last resolved ts stored for the partition
+	lastCP      uint64 // last checkpoint value seen
+	retired     bool   // removed from its collection by a DDL
+	drained     []reorder.Item[Mutation]
+	cuts        []int
+	alloc       protoAlloc
+	stateInSink bool          // the emulator holds stream state for it
+	rows        atomic.Uint64 // rows buffered since Open
+	ingested    uint64        // mutations acknowledged since Open
 }
 
 // collection is one target collection and the lineage the bridge knows.
@@ -163,6 +164,8 @@ type Bridge struct {
 
 	ctl    sync.Mutex
 	opened bool
+	// ready is opened for the row path, which does not take ctl.
+	ready  atomic.Bool
 	resume Resume
 }
 
@@ -339,6 +342,7 @@ func (b *Bridge) Open(ctx context.Context) (Resume, error) {
 	}
 	b.resume = res
 	b.opened = true
+	b.ready.Store(true)
 	return res, nil
 }
 
@@ -431,8 +435,47 @@ func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, dd
 				p.name, resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
 		}
 		p.stateInSink = true
+		p.ingested += uint64(len(batch.GetMutations()))
 	}
 	return nil
+}
+
+// PartitionStats is a snapshot of one partition's bridge state.
+type PartitionStats struct {
+	Partition  string
+	Collection string
+	Epoch      uint64
+	// NextSeq is the seq the next emitted mutation gets.
+	NextSeq uint64
+	// ResolvedTs is the progress last stored with the emulator.
+	ResolvedTs uint64
+	// UnsealedRows and UnsealedBytes are what the reorder buffer holds
+	// against its bounds; SealedRows are sealed but not yet drained.
+	UnsealedRows  int
+	UnsealedBytes int64
+	SealedRows    int
+	// RowsIn counts buffered row mutations, Ingested acknowledged ones,
+	// both since Open.
+	RowsIn   uint64
+	Ingested uint64
+}
+
+// Stats returns a snapshot per partition, sorted by partition name.
+func (b *Bridge) Stats() []PartitionStats {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	out := make([]PartitionStats, 0, len(b.parts))
+	for _, p := range b.parts {
+		st := PartitionStats{Partition: p.name, Collection: p.coll.name, Epoch: p.seq.epoch, NextSeq: p.seq.next,
+			ResolvedTs: p.advanced, RowsIn: p.rows.Load(), Ingested: p.ingested}
+		_ = p.buf.Do(func(buf *reorder.Buffer[Mutation]) error {
+			st.UnsealedRows, st.UnsealedBytes = buf.Unsealed()
+			st.SealedRows = buf.Sealed()
+			return nil
+		})
+		out = append(out, st)
+	}
+	return out
 }
 
 // advance stores the partition's progress when it grew (N22, N23).

@@ -744,3 +744,18 @@ func TestN27DropPartitionIsRebuildInPlace(t *testing.T) {
 		}
 	}
 }
+
+func TestStatsAndRowBeforeOpen(t *testing.T) {
+	b, err := New(Config{ClientID: "c", StartTs: 100, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}}, newFakeSink())
+	require.NoError(t, err)
+	require.Error(t, b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 110, RowType: mounter.RowTypeInsert, Post: row(1, "a", 0)}))
+	h, _ := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	h.upsert(42, 120, row(2, "b", 0))
+	h.checkpoint(map[int64]uint64{42: 115})
+	st := h.b.Stats()
+	require.Len(t, st, 1)
+	require.Equal(t, PartitionStats{Partition: "table:42", Collection: "shop.items", Epoch: 1, NextSeq: 2, ResolvedTs: 115,
+		UnsealedRows: 1, UnsealedBytes: st[0].UnsealedBytes, RowsIn: 2, Ingested: 1}, st[0])
+	require.Positive(t, st[0].UnsealedBytes)
+}

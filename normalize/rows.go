@@ -69,6 +69,9 @@ func (c *shapeCache) get(ti *model.TableInfo, roles RoleOverrides) (*shape, erro
 // backpressure window for room (N13). Safe for concurrent use across
 // tables; calls for one table must be sequential (M13).
 func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
+	if !b.ready.Load() {
+		return fmt.Errorf("normalize: row for table %d before Open", in.TableID)
+	}
 	p, ok := b.byID[in.TableID]
 	if !ok {
 		return fmt.Errorf("normalize: row for table %d, which is not configured", in.TableID)
@@ -136,7 +139,7 @@ func (b *Bridge) buffer(ctx context.Context, p *partition, m Mutation) error {
 		m.release()
 		return overflowError(err)
 	}
-	p.rowsSinceOpen.Add(1)
+	p.rows.Add(1)
 	return nil
 }
 
