@@ -212,7 +212,11 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 		muts = append(muts, m)
 	}
 	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl}
+	t.c.mu.Lock()
 	if t.async {
+		// min_commit_ts is taken under the cluster lock, as TiKV derives
+		// it under its concurrency manager: every resolved ts issued
+		// before is below it, every later one sees the lock.
 		if t.minCommit == 0 {
 			t.minCommit = t.c.oracle.Next()
 		}
@@ -223,7 +227,6 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 			}
 		}
 	}
-	t.c.mu.Lock()
 	err := t.c.store.Prewrite(muts, opts)
 	t.c.mu.Unlock()
 	if err != nil {
@@ -313,21 +316,30 @@ func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
 
 // Commit1PC commits every buffered write in one phase at a fresh TSO
 // commit ts (the feed sees COMMITTED rows). Nothing may be prewritten yet.
+// The ts is taken under the cluster lock, as TiKV computes a 1PC commit ts
+// under its concurrency manager, so no resolved-ts round can slip between
+// choosing the ts and writing.
 func (t *Txn) Commit1PC() (uint64, error) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
 	ts := t.c.oracle.Next()
-	return ts, t.Commit1PCAt(ts)
+	return ts, t.commit1PCLocked(ts)
 }
 
 // Commit1PCAt is Commit1PC with a chosen commit ts.
 func (t *Txn) Commit1PCAt(commitTs uint64) error {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.commit1PCLocked(commitTs)
+}
+
+func (t *Txn) commit1PCLocked(commitTs uint64) error {
 	if len(t.prewritten) > 0 || t.committed {
 		return fmt.Errorf("fakeupstream: txn %d: 1PC after prewrite or commit", t.startTs)
 	}
 	if err := t.c.checkCommitTs(t.startTs, commitTs); err != nil {
 		return err
 	}
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
 	if err := t.c.checkIssuedLocked(commitTs, t.Keys()); err != nil {
 		return err
 	}
