@@ -94,6 +94,9 @@ func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
 	}
 	switch m.GetKind() {
 	case apiv1.MutationKind_MUTATION_KIND_DELETE:
+		if _, err := apiv1.SplitKey(m.GetPrimaryKey(), len(s.PK)); err != nil {
+			return Errf(ReasonInvalidMutation, path+".primary_key", fmt.Sprintf("a canonical key of %d components", len(s.PK)), strconv.Quote(m.GetPrimaryKey()), "%v", err)
+		}
 		return nil
 	case apiv1.MutationKind_MUTATION_KIND_UPSERT:
 	default:

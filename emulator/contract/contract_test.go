@@ -304,6 +304,15 @@ func TestCheckMutation(t *testing.T) {
 		c.mut(m)
 		wantErr(t, "E36 case "+string(rune('a'+i)), s.CheckMutation(m, "m"), c.reason, c.field)
 	}
+	// A delete's key must have the key's arity.
+	s2 := NewSchema(mutate(baseDef(), func(d *apiv1.CollectionDefinition) {
+		d.Fields[1].Role = apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY
+		d.PrimaryKey = []string{"id", "title"}
+	}))
+	wantErr(t, "E36 delete arity", s2.CheckMutation(&apiv1.Mutation{CommitTs: 1, Kind: apiv1.MutationKind_MUTATION_KIND_DELETE, PrimaryKey: "1"}, "m"), ReasonInvalidMutation, "m.primary_key")
+	if err := s2.CheckMutation(&apiv1.Mutation{CommitTs: 1, Kind: apiv1.MutationKind_MUTATION_KIND_DELETE, PrimaryKey: "1,a"}, "m"); err != nil {
+		t.Fatal(err)
+	}
 	// Deletes need only the key; nulls are fine on non-key fields.
 	if err := s.CheckMutation(&apiv1.Mutation{CommitTs: 1, Kind: apiv1.MutationKind_MUTATION_KIND_DELETE, PrimaryKey: "x"}, "m"); err != nil {
 		t.Fatal(err)
