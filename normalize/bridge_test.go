@@ -759,3 +759,33 @@ func TestStatsAndRowBeforeOpen(t *testing.T) {
 		UnsealedRows: 1, UnsealedBytes: st[0].UnsealedBytes, RowsIn: 2, Ingested: 1}, st[0])
 	require.Positive(t, st[0].UnsealedBytes)
 }
+
+// TestLargeAndWideRowsOutsideChunks: values larger than a chunk share and
+// tables wider than a chunk's value budget take their own memory and still
+// round-trip.
+func TestLargeAndWideRowsOutsideChunks(t *testing.T) {
+	h, part := oneTable(t, Config{})
+	big := strings.Repeat("b", 20000)
+	h.upsert(42, 110, row(1, big, 1))
+	h.upsert(42, 111, row(2, "small", 2))
+	var wide []colDef
+	for i := 0; i < 300; i++ {
+		wide = append(wide, colDef{name: fmt.Sprintf("c%d", i), tp: mysql.TypeLong})
+	}
+	wti := intPKTable(43, "wide", wide...)
+	sink := newFakeSink()
+	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 43, Database: "shop", Info: wti}}})
+	r := row(7, "w", 0)
+	for i := 0; i < 300; i++ {
+		r[3+i] = value.NewIntDatum(int64(i))
+	}
+	h2.upsert(43, 110, r)
+	h.checkpoint(map[int64]uint64{42: 120})
+	h2.checkpoint(map[int64]uint64{43: 120})
+	ms := h.sink.mutationsOf(part)
+	require.Equal(t, big, ms[0].GetFields()["title"].GetStringValue())
+	require.Equal(t, "small", ms[1].GetFields()["title"].GetStringValue())
+	wm := sink.mutationsOf("table:43")[0]
+	require.Len(t, wm.GetFields(), 303)
+	require.Equal(t, int64(299), wm.GetFields()["c299"].GetInt64Value())
+}

@@ -163,11 +163,8 @@ func (b *Buffer[T]) Add(commitTs uint64, size int64, v T) error {
 	if err := b.wouldOverflow(size); err != nil {
 		return err
 	}
-	if b.head > 0 && b.head == len(b.items) {
-		// Everything drained: restart at the front of the same array.
-		b.items = b.items[:0]
-		b.head, b.sealedEnd = 0, 0
-	} else if b.head > 0 && len(b.items) == cap(b.items) && b.head >= len(b.items)/2 {
+	// (Drain resets the slice when it empties the buffer.)
+	if b.head > 0 && len(b.items) == cap(b.items) && b.head >= len(b.items)/2 {
 		// Reclaim the drained prefix instead of growing.
 		n := copy(b.items, b.items[b.head:])
 		clear(b.items[n:])

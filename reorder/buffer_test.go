@@ -3,6 +3,7 @@ package reorder
 
 import (
 	"flag"
+	"fmt"
 	"math/rand"
 	"sort"
 	"testing"
@@ -281,4 +282,38 @@ func TestRandomAgainstModel(t *testing.T) {
 		}
 		require.Equal(t, 0, b.Len())
 	}
+}
+
+func TestMinUnsealedTsAndCompaction(t *testing.T) {
+	b := newBuf(t, 1000, 1<<20)
+	_, ok := b.MinUnsealedTs()
+	require.False(t, ok)
+	add(t, b, 30, "a")
+	add(t, b, 10, "b")
+	add(t, b, 20, "c")
+	m, ok := b.MinUnsealedTs()
+	require.True(t, ok)
+	require.Equal(t, uint64(10), m)
+	require.NoError(t, b.SealCheckpoint(10))
+	m, _ = b.MinUnsealedTs()
+	require.Equal(t, uint64(20), m)
+	// Partial drains followed by adds reuse the array (compaction) and keep order.
+	var out []string
+	ts := uint64(30)
+	for i := 0; i < 500; i++ {
+		ts++
+		add(t, b, ts, fmt.Sprint(ts))
+		if i%3 == 0 {
+			require.NoError(t, b.SealCheckpoint(ts-1))
+			out = tags(b.DrainN(nil, 1))
+			require.Len(t, out, 1)
+		}
+	}
+	require.NoError(t, b.SealCheckpoint(ts))
+	rest := b.Drain(nil)
+	for i := 1; i < len(rest); i++ {
+		require.Less(t, rest[i-1].CommitTs, rest[i].CommitTs)
+	}
+	require.Equal(t, 0, b.Len())
+	require.Equal(t, "table:42", b.Config().Partition)
 }
