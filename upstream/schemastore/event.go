@@ -1,8 +1,3 @@
-// Package schemastore is the durable, multi-version schema history built from
-// an initial meta snapshot and TiDB's DDL job stream.
-//
-// Seeded by the lead with the DDL event type other packages name; the owner of
-// the package extends it and keeps the exported names.
 package schemastore
 
 import "github.com/searchfabric/sfemu/upstream/tidbcodec/model"
