@@ -2,6 +2,7 @@ package mounter
 
 import (
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -89,6 +90,9 @@ func benchMounter(b *testing.B, name string, full bool) {
 	var dst []value.Datum
 	b.ReportAllocs()
 	b.ResetTimer()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPUNanos()
 	for i := 0; i < b.N; i++ {
 		if err := m.Decode(e, ti, &rc); err != nil {
 			b.Fatal(err)
@@ -99,6 +103,9 @@ func benchMounter(b *testing.B, name string, full bool) {
 				b.Fatal(err)
 			}
 		}
+	}
+	if cpu1 := threadCPUNanos(); cpu0 >= 0 && cpu1 >= 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

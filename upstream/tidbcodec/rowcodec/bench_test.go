@@ -2,6 +2,7 @@ package rowcodec
 
 import (
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,6 +106,7 @@ func benchFull(b *testing.B, name string) {
 	var v RowView
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		if err := v.Reset(row); err != nil {
 			b.Fatal(err)
@@ -113,7 +115,25 @@ func benchFull(b *testing.B, name string) {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// startCPU pins the benchmark goroutine to its thread and returns the
+// thread's CPU time; reportCPU reports the CPU nanoseconds per op.
+func startCPU(b *testing.B) int64 {
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	return threadCPUNanos()
+}
+
+func reportCPU(b *testing.B, cpu0 int64) {
+	if cpu0 < 0 {
+		return
+	}
+	if cpu1 := threadCPUNanos(); cpu1 >= 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 }
 
 func benchSingle(b *testing.B, name string) {
@@ -121,6 +141,7 @@ func benchSingle(b *testing.B, name string) {
 	var v RowView
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		if err := v.Reset(row); err != nil {
 			b.Fatal(err)
@@ -129,6 +150,7 @@ func benchSingle(b *testing.B, name string) {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
@@ -172,11 +194,13 @@ func BenchmarkRow44EncodeV2(b *testing.B) {
 	buf := make([]byte, 0, 2*len(row))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		out, err := enc.EncodeV2(buf[:0], ids, ds, nil)
 		if err != nil || len(out) != len(row) {
 			b.Fatalf("%v %d", err, len(out))
 		}
 	}
+	reportCPU(b, cpu0)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package mounter
+
+func threadCPUNanos() int64 { return -1 }

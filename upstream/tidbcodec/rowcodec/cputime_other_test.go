@@ -1,0 +1,5 @@
+//go:build !linux
+
+package rowcodec
+
+func threadCPUNanos() int64 { return -1 }
