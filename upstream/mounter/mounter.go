@@ -147,6 +147,11 @@ func (m *Mounter) Forget(tableID int64) {
 // commit_ts-1 (rules MT1-MT9). out's views borrow entry's bytes and the
 // Mounter's internal state until the next Decode call; out.RowKey is owned.
 func (m *Mounter) Decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *RowChange) error {
+	if entry == nil {
+		m.gen++
+		*out = RowChange{}
+		return &EntryError{Reason: "nil entry"}
+	}
 	if err := m.decode(entry, ti, out); err != nil {
 		*out = RowChange{}
 		return err

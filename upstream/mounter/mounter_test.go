@@ -193,6 +193,10 @@ func TestBadEntries(t *testing.T) {
 		{"common handle key for int table", kvevent.RawKVEntry{OpType: kvevent.OpTypePut,
 			Key: append(tablecodec.EncodeRecordPrefix(nil, 10), 0x03, 0x80, 0, 0, 0, 0, 0, 0, 1), Value: val}, ti, "common handle"},
 	}
+	var rc0 RowChange
+	if err := m.Decode(nil, ti, &rc0); err == nil {
+		t.Fatal("nil entry accepted")
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var rc RowChange
