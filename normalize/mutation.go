@@ -57,9 +57,11 @@ type ownedVal struct {
 
 // Mutation is an owned row change: everything it references was copied out
 // of the callback's borrowed views into slab memory of its partition.
+//
+// Field order keeps the struct at 80 bytes: it is copied in and out of
+// the reorder buffer once per row.
 type Mutation struct {
 	CommitTs uint64
-	Kind     apiv1.MutationKind
 	shape    *shape
 	chunk    *chunk     // slab chunk holding vals and data; nil when allocated
 	vals     []ownedVal // one per shape field for upserts; nil for deletes
@@ -67,6 +69,7 @@ type Mutation struct {
 	// primary key (E14) from pkOff on, in slab memory.
 	data  []byte
 	pkOff uint32
+	Kind  apiv1.MutationKind
 }
 
 // release returns the mutation's slab memory; the mutation must not be

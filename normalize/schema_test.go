@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
@@ -129,4 +130,9 @@ func TestN17ValueLowering(t *testing.T) {
 	d = value.NewVectorFloat32Datum([]byte{3, 0, 0, 0, 1})
 	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_VECTOR}, &d)
 	require.ErrorContains(t, err, "does not match")
+}
+
+func TestMutationStaysSmall(t *testing.T) {
+	// The reorder buffer copies Mutation by value once per row each way.
+	require.LessOrEqual(t, int(unsafe.Sizeof(Mutation{})), 80)
 }
