@@ -1,0 +1,49 @@
+package grpcserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	pd "github.com/tikv/pd/client"
+	"github.com/tikv/pd/client/opt"
+	"github.com/tikv/pd/client/pkg/caller"
+
+	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+)
+
+// startCluster builds a fake cluster with its gRPC servers and closes them
+// when the test ends.
+func startCluster(t testing.TB, cfg fakeupstream.Config) (*fakeupstream.Cluster, *Servers) {
+	t.Helper()
+	c, err := fakeupstream.New(cfg)
+	require.NoError(t, err)
+	s, err := Start(c, Config{})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return c, s
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newPDClient connects the real PD client.
+func newPDClient(t testing.TB, s *Servers) pd.Client {
+	t.Helper()
+	cli, err := pd.NewClientWithContext(testCtx(t), caller.Component("grpcserver-test"), []string{s.PDAddr()}, pd.SecurityOption{},
+		opt.WithCustomTimeoutOption(5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(cli.Close)
+	return cli
+}
+
+func mustExec(t testing.TB, ss *sqlfront.Session, sql string) {
+	t.Helper()
+	_, err := ss.Exec(context.Background(), sql)
+	require.NoError(t, err, sql)
+}

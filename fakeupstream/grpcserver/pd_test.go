@@ -1,0 +1,150 @@
+package grpcserver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tikv/pd/client/clients/router"
+
+	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/fakeupstream/tso"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
+)
+
+// TestPDClientAcceptance: the real pd client connects and reads cluster
+// id, TSO, regions, stores and GC safe points. (G1, G11-G15, G20-G24)
+func TestPDClientAcceptance(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 1, Stores: 3})
+	cli := newPDClient(t, s)
+	ctx := testCtx(t)
+
+	require.Equal(t, s.ClusterID(), cli.GetClusterID(ctx))
+
+	// TSO: strictly increasing, from the cluster oracle.
+	before := c.Oracle().Peek()
+	p1, l1, err := cli.GetTS(ctx)
+	require.NoError(t, err)
+	ts1 := tso.Compose(p1, l1)
+	require.Greater(t, ts1, before)
+	p2, l2, err := cli.GetTS(ctx)
+	require.NoError(t, err)
+	require.Greater(t, tso.Compose(p2, l2), ts1)
+	require.GreaterOrEqual(t, c.Oracle().Peek(), tso.Compose(p2, l2), "PD handed out a ts the oracle did not allocate")
+
+	// Regions: split twice and look them up by comparable key.
+	_, _, err = c.SplitRaw([]byte("m"))
+	require.NoError(t, err)
+	_, _, err = c.SplitRaw([]byte("t"))
+	require.NoError(t, err)
+	regions := c.Regions()
+	require.Len(t, regions, 3)
+	r, err := cli.GetRegion(ctx, codec.EncodeBytes(nil, []byte("n")))
+	require.NoError(t, err)
+	require.Equal(t, regions[1].ID, r.Meta.Id)
+	require.Equal(t, codec.EncodeBytes(nil, []byte("m")), r.Meta.StartKey, "boundaries are comparable keys")
+	require.Equal(t, codec.EncodeBytes(nil, []byte("t")), r.Meta.EndKey)
+	require.Equal(t, regions[1].Version, r.Meta.RegionEpoch.Version)
+	require.Len(t, r.Meta.Peers, 3)
+	require.NotNil(t, r.Leader)
+	require.Equal(t, regions[1].Leader, r.Leader.StoreId)
+
+	prev, err := cli.GetPrevRegion(ctx, codec.EncodeBytes(nil, []byte("n")))
+	require.NoError(t, err)
+	require.Equal(t, regions[0].ID, prev.Meta.Id)
+
+	byID, err := cli.GetRegionByID(ctx, regions[2].ID)
+	require.NoError(t, err)
+	require.Equal(t, regions[2].ID, byID.Meta.Id)
+	missing, err := cli.GetRegionByID(ctx, 999999)
+	require.NoError(t, err)
+	require.Nil(t, missing)
+
+	scanned, err := cli.ScanRegions(ctx, nil, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, scanned, 3)
+	scanned, err = cli.ScanRegions(ctx, codec.EncodeBytes(nil, []byte("n")), nil, 1)
+	require.NoError(t, err)
+	require.Len(t, scanned, 1)
+	require.Equal(t, regions[1].ID, scanned[0].Meta.Id)
+
+	batch, err := cli.BatchScanRegions(ctx, []router.KeyRange{
+		{StartKey: codec.EncodeBytes(nil, []byte("a")), EndKey: codec.EncodeBytes(nil, []byte("b"))},
+		{StartKey: codec.EncodeBytes(nil, []byte("u")), EndKey: nil},
+	}, 10)
+	require.NoError(t, err)
+	require.Len(t, batch, 2)
+	require.Equal(t, regions[0].ID, batch[0].Meta.Id)
+	require.Equal(t, regions[2].ID, batch[1].Meta.Id)
+
+	// Stores: the address routes to that store's TiKV server.
+	stores, err := cli.GetAllStores(ctx)
+	require.NoError(t, err)
+	require.Len(t, stores, 3)
+	for _, st := range stores {
+		require.Equal(t, s.StoreAddr(st.Id), st.Address)
+		require.NotEmpty(t, st.Address)
+	}
+	st, err := cli.GetStore(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, s.StoreAddr(2), st.Address)
+	_, err = cli.GetStore(ctx, 42)
+	require.Error(t, err)
+
+	// A down store shows as a down peer of its regions.
+	require.NoError(t, c.StoreDown(3))
+	r, err = cli.GetRegion(ctx, codec.EncodeBytes(nil, []byte("n")))
+	require.NoError(t, err)
+	require.Len(t, r.DownPeers, 1)
+	require.Equal(t, uint64(3), r.DownPeers[0].StoreId)
+}
+
+// TestPDServiceGCSafePoints: service safe points with TTL, min over
+// services, ttl 0 removes, a lower value is refused, and the GC safe
+// point cannot pass a service's safe point. (G20-G25)
+func TestPDServiceGCSafePoints(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 1})
+	cli := newPDClient(t, s)
+	ctx := testCtx(t)
+
+	min, err := cli.UpdateServiceGCSafePoint(ctx, "cdc", 60, 100)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), min, "gc_worker at 0 is the minimum of a fresh cluster")
+
+	// The GC worker may advance up to the cdc service's safe point only.
+	sp, err := cli.UpdateGCSafePoint(ctx, 500)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), sp)
+	got, err := c.GCSafePoint(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), got, "the fake TiKV collected up to the new safe point")
+
+	min, err = cli.UpdateServiceGCSafePoint(ctx, "cdc", 60, 200)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), min, "min over services (gc_worker is at 100)")
+
+	min, err = cli.UpdateServiceGCSafePoint(ctx, "late", 60, 50)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), min, "a service below the minimum is refused and told the minimum")
+
+	// Another service at 150 pins the minimum once gc_worker moves past.
+	_, err = cli.UpdateServiceGCSafePoint(ctx, "other", 60, 150)
+	require.NoError(t, err)
+	sp, err = cli.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(150), sp)
+
+	// ttl 0 removes: now cdc at 200 is the smallest service.
+	min, err = cli.UpdateServiceGCSafePoint(ctx, "other", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(150), min, "gc_worker is at 150 now")
+	sp, err = cli.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), sp)
+
+	// TTL runs on the cluster clock: after 61 s the cdc entry lapses.
+	require.NoError(t, c.Advance(61*time.Second))
+	sp, err = cli.UpdateGCSafePoint(ctx, 1000)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1000), sp)
+}

@@ -1,0 +1,206 @@
+package grpcserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pingcap/kvproto/pkg/cdcpb"
+	"github.com/pingcap/kvproto/pkg/pdpb"
+	"github.com/pingcap/kvproto/pkg/tikvpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/searchfabric/sfemu/fakeupstream"
+)
+
+// DefaultClusterID is the PD cluster id the servers announce unless
+// Config.ClusterID says otherwise.
+const DefaultClusterID uint64 = 7_300_000_000_000_000_001
+
+// Config tunes the servers. Zero fields take defaults.
+type Config struct {
+	// ClusterID announced by PD and checked in request headers
+	// (default DefaultClusterID).
+	ClusterID uint64
+	// Host to listen on (default 127.0.0.1); ports are chosen at start.
+	Host string
+	// PollInterval is how long an idle change-data stream waits before it
+	// steps the feed again (default 2ms). Writes reach the feed without a
+	// wake-up call, so the streams poll.
+	PollInterval time.Duration
+	// MaxRecvMsgSize of the servers (default 256 MiB, what TiCDC uses).
+	MaxRecvMsgSize int
+}
+
+func (c *Config) fill() {
+	if c.ClusterID == 0 {
+		c.ClusterID = DefaultClusterID
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 2 * time.Millisecond
+	}
+	if c.MaxRecvMsgSize <= 0 {
+		c.MaxRecvMsgSize = 256 << 20
+	}
+}
+
+// Servers is a running set of PD and TiKV gRPC servers over one cluster.
+type Servers struct {
+	c      *fakeupstream.Cluster
+	cfg    Config
+	pd     *pdServer
+	pdSrv  *grpcEndpoint
+	stores map[uint64]*grpcEndpoint
+
+	closeOnce sync.Once
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+type grpcEndpoint struct {
+	srv    *grpc.Server
+	lis    net.Listener
+	addr   string
+	health *health.Server
+}
+
+// Start listens on fresh loopback ports: one for PD and one per store of
+// the cluster, and serves until Close. (G1)
+func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
+	cfg.fill()
+	s := &Servers{c: c, cfg: cfg, stores: map[uint64]*grpcEndpoint{}, done: make(chan struct{})}
+	var err error
+	// Listen everywhere first: PD answers GetStore with the store
+	// addresses, so they must be known before anything is served.
+	if s.pdSrv, err = s.listen(); err != nil {
+		return nil, err
+	}
+	for _, st := range c.Stores() {
+		ep, err := s.listen()
+		if err != nil {
+			s.closeListeners()
+			return nil, err
+		}
+		s.stores[st.ID] = ep
+	}
+	s.pd = newPDServer(s)
+	pdpb.RegisterPDServer(s.pdSrv.srv, s.pd)
+	for id, ep := range s.stores {
+		kv := &tikvServer{s: s, storeID: id}
+		tikvpb.RegisterTikvServer(ep.srv, kv)
+		cdcpb.RegisterChangeDataServer(ep.srv, &cdcServer{s: s, storeID: id})
+	}
+	s.serve(s.pdSrv)
+	for _, ep := range s.stores {
+		s.serve(ep)
+	}
+	return s, nil
+}
+
+func (s *Servers) listen() (*grpcEndpoint, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("grpcserver: listen on %s: %w", s.cfg.Host, err)
+	}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize))
+	h := health.NewServer()
+	healthpb.RegisterHealthServer(srv, h)
+	return &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String(), health: h}, nil
+}
+
+func (s *Servers) serve(ep *grpcEndpoint) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		// Serve returns when Close stops the server; its error then is
+		// expected and says nothing.
+		_ = ep.srv.Serve(ep.lis)
+	}()
+}
+
+func (s *Servers) closeListeners() {
+	if s.pdSrv != nil {
+		_ = s.pdSrv.lis.Close()
+	}
+	for _, ep := range s.stores {
+		_ = ep.lis.Close()
+	}
+}
+
+// Close stops every server: open streams end with codes.Unavailable, and
+// Close returns after all serving goroutines have finished. (G2)
+func (s *Servers) Close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		eps := []*grpcEndpoint{s.pdSrv}
+		for _, ep := range s.stores {
+			eps = append(eps, ep)
+		}
+		for _, ep := range eps {
+			ep.health.Shutdown()
+			ep.srv.Stop()
+		}
+		s.wg.Wait()
+	})
+}
+
+// Cluster is the cluster behind the servers.
+func (s *Servers) Cluster() *fakeupstream.Cluster { return s.c }
+
+// ClusterID is the PD cluster id.
+func (s *Servers) ClusterID() uint64 { return s.cfg.ClusterID }
+
+// PDAddr is PD's host:port.
+func (s *Servers) PDAddr() string { return s.pdSrv.addr }
+
+// PDURL is PD's client URL (http://host:port), as listed in GetMembers.
+func (s *Servers) PDURL() string { return "http://" + s.pdSrv.addr }
+
+// StoreAddr is the host:port of store id's TiKV server ("" if unknown).
+func (s *Servers) StoreAddr(id uint64) string {
+	if ep, ok := s.stores[id]; ok {
+		return ep.addr
+	}
+	return ""
+}
+
+// storeUp reports whether the topology has store id up.
+func (s *Servers) storeUp(id uint64) bool {
+	for _, st := range s.c.Stores() {
+		if st.ID == id {
+			return st.Up
+		}
+	}
+	return false
+}
+
+// errStoreDown is the gRPC status a down store answers with: the process
+// is gone, so the client sees the transport fail. (G30)
+func errStoreDown(id uint64) error {
+	return status.Errorf(codes.Unavailable, "fake tikv store %d is down", id)
+}
+
+var errClosed = errors.New("grpcserver: servers closed")
+
+// closing returns a context cancelled when the servers close.
+func (s *Servers) closing(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
