@@ -96,3 +96,18 @@ func TestConcurrentLookupsDuringIngestion(t *testing.T) {
 		t.Errorf("%d columns", n)
 	}
 }
+
+// TestSharedVersionPointers: repeated lookups of one version return the same
+// shared value (callers may cache decoders by pointer), partitions of one
+// table share it, and a new DDL yields a new value.
+func TestSharedVersionPointers(t *testing.T) {
+	e := baseEnv(t)
+	a, b := e.info(31, snapTs), e.info(32, snapTs)
+	if a != b || a != e.info(31, snapTs) {
+		t.Error("one version of a partitioned table is not one shared value")
+	}
+	e.apply(1100, withTable(job(1, model.ActionAddColumn, 10, 30, 2), withParts(tbl(30, "pt", 2), 31, 32, 33)))
+	if c := e.info(31, 1100); c == a || len(c.Columns) != 3 || e.info(31, 1099) != a {
+		t.Error("a DDL must produce a new value and keep the old one for older ts")
+	}
+}
