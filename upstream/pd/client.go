@@ -1,0 +1,125 @@
+// Package pd connects sfemu to a TiDB cluster's placement driver through
+// the real PD client (github.com/tikv/pd/client): cluster id, TSO (a
+// kvevent.Clock), store addresses, region lookup for CDC spans through
+// client-go's region cache built on the plain PD client (comparable keys),
+// GC safe point checks and the service GC safe point that keeps the
+// history the adapter still needs. It also opens client-go's KV store for
+// snapshot reads and lock resolution (raw keys).
+//
+// Rules are numbered in specs/logpuller.md (P1..).
+package pd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	pdclient "github.com/tikv/pd/client"
+	"github.com/tikv/pd/client/opt"
+	"github.com/tikv/pd/client/pkg/caller"
+
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+)
+
+// Config says how to reach PD.
+type Config struct {
+	// Endpoints are PD addresses (host:port or http://host:port).
+	Endpoints []string
+	// Timeout bounds each PD call (default 5 s).
+	Timeout time.Duration
+}
+
+// Client wraps the real PD client.
+type Client struct {
+	pd        pdclient.Client
+	clusterID uint64
+	timeout   time.Duration
+
+	mu     sync.Mutex
+	stores map[uint64]string
+}
+
+// Open connects to PD. It fails when no endpoint answers within ctx.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, fmt.Errorf("pd: no endpoints given")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	cli, err := pdclient.NewClientWithContext(ctx, caller.Component("sfemu-minicdc"), cfg.Endpoints, pdclient.SecurityOption{},
+		opt.WithCustomTimeoutOption(cfg.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, err)
+	}
+	return Wrap(ctx, cli, cfg.Timeout), nil
+}
+
+// Wrap uses an already connected PD client (tests, or a caller that shares
+// one). Close closes it.
+func Wrap(ctx context.Context, cli pdclient.Client, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Client{pd: cli, clusterID: cli.GetClusterID(ctx), timeout: timeout, stores: map[uint64]string{}}
+}
+
+// PD is the underlying client (plain: region keys are comparable).
+func (c *Client) PD() pdclient.Client { return c.pd }
+
+// ClusterID is PD's cluster id, sent in every CDC request header.
+func (c *Client) ClusterID() uint64 { return c.clusterID }
+
+// Close closes the PD client.
+func (c *Client) Close() { c.pd.Close() }
+
+var _ kvevent.Clock = (*Client)(nil)
+
+// CurrentTs returns a fresh timestamp from PD's TSO (P1).
+func (c *Client) CurrentTs(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	physical, logical, err := c.pd.GetTS(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("pd: get TSO: %w", err)
+	}
+	return composeTs(physical, logical), nil
+}
+
+// composeTs builds a TSO from its physical (ms) and logical parts.
+func composeTs(physical, logical int64) uint64 {
+	return uint64(physical)<<18 | uint64(logical)&(1<<18-1)
+}
+
+// StoreAddr returns the address of a store, cached after the first lookup
+// (P2). A tombstone or unknown store is an error.
+func (c *Client) StoreAddr(ctx context.Context, storeID uint64) (string, error) {
+	c.mu.Lock()
+	addr, ok := c.stores[storeID]
+	c.mu.Unlock()
+	if ok {
+		return addr, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	st, err := c.pd.GetStore(ctx, storeID)
+	if err != nil {
+		return "", fmt.Errorf("pd: get store %d: %w", storeID, err)
+	}
+	if st == nil || st.GetAddress() == "" {
+		return "", fmt.Errorf("pd: store %d is unknown or has no address", storeID)
+	}
+	c.mu.Lock()
+	c.stores[storeID] = st.GetAddress()
+	c.mu.Unlock()
+	return st.GetAddress(), nil
+}
+
+// ForgetStore drops a cached store address (after the store failed, so a
+// moved store is looked up again).
+func (c *Client) ForgetStore(storeID uint64) {
+	c.mu.Lock()
+	delete(c.stores, storeID)
+	c.mu.Unlock()
+}

@@ -1,0 +1,168 @@
+package pd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
+	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/txnkv"
+
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/logpuller"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
+)
+
+// scanLockLimit is the page size of ScanLock (TiCDC's value).
+const scanLockLimit = 1024
+
+// KVStore is client-go's transactional KV store: snapshot reads of raw keys
+// (the schema store's initial meta snapshot) and the lock resolver. Its
+// region cache uses a codec PD client, so keys here are RAW (facts §4).
+type KVStore struct {
+	pd    *Client
+	store *tikv.KVStore
+}
+
+// OpenKVStore opens client-go's KV store over c (API v1, transactional
+// mode). Close it when done; it does not close c.
+func OpenKVStore(c *Client) (*KVStore, error) {
+	codecPD := tikv.NewCodecPDClient(tikv.ModeTxn, c.pd)
+	st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, tikv.NewMockSafePointKV(), tikv.NewRPCClient())
+	if err != nil {
+		return nil, fmt.Errorf("pd: open KV store: %w", err)
+	}
+	return &KVStore{pd: c, store: st}, nil
+}
+
+// Close closes the KV store.
+func (k *KVStore) Close() error { return k.store.Close() }
+
+var (
+	_ kvevent.SnapshotReader = (*KVStore)(nil)
+	_ logpuller.LockResolver = (*KVStore)(nil)
+)
+
+// Get reads key at ts; nil when absent (P10).
+func (k *KVStore) Get(ctx context.Context, key []byte, ts uint64) ([]byte, error) {
+	v, err := k.store.GetSnapshot(ts).Get(ctx, key)
+	if tikverr.IsErrNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pd: snapshot get %x at %d: %w", key, ts, err)
+	}
+	return v.Value, nil
+}
+
+// Scan reads up to limit pairs of [start, end) at ts in key order (limit
+// <= 0: no limit) (P10). A ts below the GC safe point is refused first,
+// naming both, rather than reading a partly collected snapshot.
+func (k *KVStore) Scan(ctx context.Context, start, end []byte, ts uint64, limit int) ([]kvevent.KV, error) {
+	if err := CheckStartTs(ctx, k.pd.pd, ts); err != nil {
+		return nil, err
+	}
+	it, err := k.store.GetSnapshot(ts).Iter(start, end)
+	if err != nil {
+		return nil, fmt.Errorf("pd: snapshot scan [%x, %x) at %d: %w", start, end, ts, err)
+	}
+	defer it.Close()
+	var out []kvevent.KV
+	for it.Valid() && (limit <= 0 || len(out) < limit) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, kvevent.KV{Key: bytes.Clone(it.Key()), Value: bytes.Clone(it.Value())})
+		if err := it.Next(); err != nil {
+			return nil, fmt.Errorf("pd: snapshot scan [%x, %x) at %d after %x: %w", start, end, ts, it.Key(), err)
+		}
+	}
+	return out, nil
+}
+
+// GCSafePoint returns the cluster's GC safe point bound (P3).
+func (k *KVStore) GCSafePoint(ctx context.Context) (uint64, error) { return GCSafePoint(ctx, k.pd.pd) }
+
+// ResolveLocks scans the locks of the task's range with start ts below the
+// target and hands them to client-go's lock resolver, which checks each
+// transaction's status and commits or rolls back its locks (P11, facts §3).
+// The range is comparable; region lookups here use raw keys.
+func (k *KVStore) ResolveLocks(ctx context.Context, task logpuller.LockResolveTask) error {
+	start, end, err := rawRange(task.Span)
+	if err != nil {
+		return fmt.Errorf("pd: resolve locks of region %d: %w", task.RegionID, err)
+	}
+	bo := tikv.NewGcResolveLockMaxBackoffer(ctx)
+	key := start
+	for {
+		loc, err := k.store.GetRegionCache().LocateKey(bo, key)
+		if err != nil {
+			return fmt.Errorf("pd: resolve locks: locate %x: %w", key, err)
+		}
+		reqEnd := loc.EndKey
+		if len(end) > 0 && (len(reqEnd) == 0 || bytes.Compare(end, reqEnd) < 0) {
+			reqEnd = end
+		}
+		req := tikvrpc.NewRequest(tikvrpc.CmdScanLock, &kvrpcpb.ScanLockRequest{
+			MaxVersion: task.TargetTs, Limit: scanLockLimit, StartKey: key, EndKey: reqEnd,
+		})
+		resp, err := k.store.SendReq(bo, req, loc.Region, tikv.ReadTimeoutMedium)
+		if err != nil {
+			return fmt.Errorf("pd: scan locks at %x: %w", key, err)
+		}
+		regionErr, err := resp.GetRegionError()
+		if err != nil {
+			return fmt.Errorf("pd: scan locks at %x: %w", key, err)
+		}
+		if regionErr != nil {
+			if err := bo.Backoff(tikv.BoRegionMiss(), errors.New(regionErr.String())); err != nil {
+				return fmt.Errorf("pd: scan locks at %x: %w", key, err)
+			}
+			continue
+		}
+		lr, ok := resp.Resp.(*kvrpcpb.ScanLockResponse)
+		if !ok || lr == nil {
+			return fmt.Errorf("pd: scan locks at %x: empty response", key)
+		}
+		if lr.GetError() != nil {
+			return fmt.Errorf("pd: scan locks at %x: %s", key, lr.GetError())
+		}
+		locks := make([]*txnkv.Lock, 0, len(lr.Locks))
+		for _, l := range lr.Locks {
+			locks = append(locks, txnkv.NewLock(l))
+		}
+		if len(locks) > 0 {
+			if _, err := k.store.GetLockResolver().ResolveLocks(bo, 0, locks); err != nil {
+				return fmt.Errorf("pd: resolve %d locks of region %d: %w", len(locks), task.RegionID, err)
+			}
+		}
+		if len(lr.Locks) == scanLockLimit {
+			// A full page: continue right after the last lock.
+			key = append(bytes.Clone(lr.Locks[len(lr.Locks)-1].Key), 0)
+			continue
+		}
+		key = loc.EndKey
+		if len(key) == 0 || (len(end) > 0 && bytes.Compare(key, end) >= 0) {
+			return nil
+		}
+	}
+}
+
+// rawRange decodes a comparable span into raw bounds (end nil = +inf).
+func rawRange(span kvevent.Span) (start, end []byte, err error) {
+	if len(span.StartKey) > 0 {
+		if _, start, err = codec.DecodeBytes(span.StartKey, nil); err != nil {
+			return nil, nil, fmt.Errorf("start key %x is not comparable: %w", span.StartKey, err)
+		}
+	}
+	if len(span.EndKey) > 0 {
+		if _, end, err = codec.DecodeBytes(span.EndKey, nil); err != nil {
+			return nil, nil, fmt.Errorf("end key %x is not comparable: %w", span.EndKey, err)
+		}
+	}
+	return start, end, nil
+}
