@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 )
@@ -91,6 +92,9 @@ func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
 	}
 	if m.GetPrimaryKey() == "" {
 		return Errf(ReasonInvalidMutation, path+".primary_key", "non-empty", `""`, "primary key is required")
+	}
+	if !utf8.ValidString(m.GetPrimaryKey()) {
+		return Errf(ReasonInvalidMutation, path+".primary_key", "valid UTF-8", strconv.Quote(m.GetPrimaryKey()), "primary key is not valid UTF-8")
 	}
 	switch m.GetKind() {
 	case apiv1.MutationKind_MUTATION_KIND_DELETE:
@@ -201,6 +205,10 @@ func CheckValue(f *apiv1.Field, v *apiv1.Value, path string) error {
 	want := KindFor(f.GetType())
 	if k != want {
 		return Errf(ReasonTypeMismatch, path, want, k, "field %q has type %s", f.GetName(), f.GetType())
+	}
+	// Strings travel in protobuf and JSON: they must be valid UTF-8.
+	if (k == "string_value" && !utf8.ValidString(v.GetStringValue())) || (k == "json_value" && !utf8.ValidString(v.GetJsonValue())) {
+		return Errf(ReasonTypeMismatch, path, "valid UTF-8", "invalid UTF-8", "field %q holds bytes that are not UTF-8 text (use BYTES)", f.GetName())
 	}
 	switch f.GetType() {
 	case apiv1.FieldType_FIELD_TYPE_JSON:

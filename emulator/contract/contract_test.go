@@ -298,6 +298,8 @@ func TestCheckMutation(t *testing.T) {
 		{func(m *apiv1.Mutation) { m.Fields["price"] = v("1.2.3") }, ReasonTypeMismatch, "m.fields.price"},
 		{func(m *apiv1.Mutation) { m.Fields["id"] = v(nil) }, ReasonTypeMismatch, "m.fields.id"},
 		{func(m *apiv1.Mutation) { delete(m.Fields, "id") }, ReasonInvalidMutation, "m.fields.id"},
+		{func(m *apiv1.Mutation) { m.Fields["title"] = v("\xff") }, ReasonTypeMismatch, "m.fields.title"},
+		{func(m *apiv1.Mutation) { m.PrimaryKey = "\xff" }, ReasonInvalidMutation, "m.primary_key"},
 	}
 	for i, c := range cases {
 		m := ok()

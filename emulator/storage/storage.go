@@ -151,7 +151,11 @@ func (t *Tx) PutEntry(collection, pk string, e *docstore.Entry) error {
 		return err
 	}
 	// bbolt keeps references to keys and values until commit: no reuse.
-	return b.Put([]byte(pk), EncodeEntry(nil, e))
+	v, err := EncodeEntry(nil, e)
+	if err != nil {
+		return fmt.Errorf("storage: collection %q key %q: %w", collection, pk, err)
+	}
+	return b.Put([]byte(pk), v)
 }
 
 // DeleteEntry forgets one primary key.
@@ -163,21 +167,20 @@ func (t *Tx) DeleteEntry(collection, pk string) error {
 	return b.Delete([]byte(pk))
 }
 
-// EncodeEntry appends the record form of e to dst.
-func EncodeEntry(dst []byte, e *docstore.Entry) []byte {
+// EncodeEntry appends the record form of e to dst. It fails only for
+// values protobuf cannot encode (invalid UTF-8), which ingest rejects first.
+func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 	if e.Deleted {
 		dst = append(dst, recTombstone)
-		return binary.AppendUvarint(dst, e.Version)
+		return binary.AppendUvarint(dst, e.Version), nil
 	}
 	dst = append(dst, recLive)
 	doc := &apiv1.Document{Fields: e.Fields, CommitTs: e.Version, SourcePartition: e.Partition}
 	out, err := proto.MarshalOptions{}.MarshalAppend(dst, doc)
 	if err != nil {
-		// Values were validated on ingest; marshal of valid messages cannot
-		// fail. Keep the record decodable anyway.
-		panic(fmt.Sprintf("storage: marshal document: %v", err))
+		return nil, fmt.Errorf("marshal document: %w", err)
 	}
-	return out
+	return out, nil
 }
 
 // DecodeEntry parses a record written by EncodeEntry.

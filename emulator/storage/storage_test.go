@@ -91,16 +91,29 @@ func TestDecodeEntryErrors(t *testing.T) {
 }
 
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(EncodeEntry(nil, &docstore.Entry{Version: 3, Deleted: true}))
-	f.Add(EncodeEntry(nil, &docstore.Entry{Version: 3, Partition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_Int64Value{Int64Value: 1}}}}))
+	t1, _ := EncodeEntry(nil, &docstore.Entry{Version: 3, Deleted: true})
+	d1, _ := EncodeEntry(nil, &docstore.Entry{Version: 3, Partition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_Int64Value{Int64Value: 1}}}})
+	f.Add(t1)
+	f.Add(d1)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {
 			return
 		}
-		again, err := DecodeEntry(EncodeEntry(nil, e))
+		enc, err := EncodeEntry(nil, e)
+		if err != nil {
+			t.Fatalf("re-encode of decoded %x: %v", b, err)
+		}
+		again, err := DecodeEntry(enc)
 		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted {
 			t.Fatalf("re-encode of %x: %+v vs %+v (%v)", b, again, e, err)
 		}
 	})
+}
+
+func TestEncodeEntryInvalidUTF8(t *testing.T) {
+	_, err := EncodeEntry(nil, &docstore.Entry{Version: 1, Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_StringValue{StringValue: "\xff"}}}})
+	if err == nil {
+		t.Fatal("invalid UTF-8 encoded")
+	}
 }
