@@ -78,6 +78,22 @@ func TestRestartResumesFromPersistedState(t *testing.T) {
 	}
 }
 
+func TestResumeBelowGCSafePoint(t *testing.T) {
+	e := baseEnv(t)
+	e.resolve(1500)
+	e.closeStore()
+	e.snap.safe = 1600
+	err := e.openErr()
+	var ge *GCError
+	if !errors.As(err, &ge) || ge.Ts != 1500 || ge.GCTs != 1600 {
+		t.Fatalf("resume below the safe point: %v", err)
+	}
+	e.snap.safe = 1500
+	if err := e.openErr(); err != nil {
+		t.Fatalf("resume at the safe point: %v", err)
+	}
+}
+
 func TestWrongKeyspaceFileRejected(t *testing.T) {
 	e := baseEnv(t)
 	e.closeStore()

@@ -260,6 +260,17 @@ func (s *Store) openOrCreate(ctx context.Context, p *persister, keyspaceID uint3
 		if st.keyspace != keyspaceID {
 			return nil, &CorruptError{Path: p.path, Reason: fmt.Sprintf("store belongs to keyspace %d, not %d", st.keyspace, keyspaceID)}
 		}
+		// Resuming below the cluster's GC safe point would miss DDL
+		// versions the incremental scan can no longer return (rule S55).
+		if s.cfg.Snapshot != nil {
+			safe, err := s.cfg.Snapshot.GCSafePoint(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("schemastore: read GC safe point: %w", err)
+			}
+			if h.resolvedTs < safe {
+				return nil, &GCError{What: "resume DDL subscription", Ts: h.resolvedTs, GCTs: safe, GCWhose: "cluster GC safe point"}
+			}
+		}
 		s.h = h
 		return st, nil
 	}
