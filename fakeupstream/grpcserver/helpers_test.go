@@ -22,7 +22,12 @@ func startCluster(t testing.TB, cfg fakeupstream.Config) (*fakeupstream.Cluster,
 	require.NoError(t, err)
 	s, err := Start(c, Config{})
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		s.Close()
+		if u := s.Unimplemented(); len(u) > 0 {
+			t.Logf("RPCs answered Unimplemented: %v", u)
+		}
+	})
 	return c, s
 }
 

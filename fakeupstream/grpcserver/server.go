@@ -62,6 +62,9 @@ type Servers struct {
 	pdSrv  *grpcEndpoint
 	stores map[uint64]*grpcEndpoint
 
+	unimplMu sync.Mutex
+	unimpl   map[string]int
+
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup
@@ -78,7 +81,7 @@ type grpcEndpoint struct {
 // the cluster, and serves until Close. (G1)
 func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	cfg.fill()
-	s := &Servers{c: c, cfg: cfg, stores: map[uint64]*grpcEndpoint{}, done: make(chan struct{})}
+	s := &Servers{c: c, cfg: cfg, stores: map[uint64]*grpcEndpoint{}, done: make(chan struct{}), unimpl: map[string]int{}}
 	var err error
 	// Listen everywhere first: PD answers GetStore with the store
 	// addresses, so they must be known before anything is served.
@@ -112,7 +115,8 @@ func (s *Servers) listen() (*grpcEndpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpcserver: listen on %s: %w", s.cfg.Host, err)
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize))
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize),
+		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder))
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(srv, h)
 	return &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String(), health: h}, nil
@@ -203,4 +207,40 @@ func (s *Servers) closing(parent context.Context) (context.Context, context.Canc
 		}
 	}()
 	return ctx, cancel
+}
+
+// unaryRecorder notes every call answered Unimplemented, so tests can
+// show which RPCs the real clients asked for that the fake does not
+// serve. (G3)
+func (s *Servers) unaryRecorder(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	s.noteUnimplemented(info.FullMethod, err)
+	return resp, err
+}
+
+func (s *Servers) streamRecorder(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	s.noteUnimplemented(info.FullMethod, err)
+	return err
+}
+
+func (s *Servers) noteUnimplemented(method string, err error) {
+	if status.Code(err) != codes.Unimplemented {
+		return
+	}
+	s.unimplMu.Lock()
+	s.unimpl[method]++
+	s.unimplMu.Unlock()
+}
+
+// Unimplemented returns how often each RPC was answered Unimplemented
+// (method name -> count).
+func (s *Servers) Unimplemented() map[string]int {
+	s.unimplMu.Lock()
+	defer s.unimplMu.Unlock()
+	out := make(map[string]int, len(s.unimpl))
+	for k, v := range s.unimpl {
+		out[k] = v
+	}
+	return out
 }
