@@ -377,9 +377,11 @@ type storedState struct {
 	histTable  *model.TableInfo
 }
 
-// initialize writes a fresh store: format, keyspace, snapshot ts, the DDL
-// job table layout and an empty set of buckets.
-func (p *persister) initialize(keyspace uint32, snapshotTs uint64, jobTable, histTable *model.TableInfo) error {
+// initialize writes a fresh store in one transaction: buckets, keyspace,
+// snapshot ts, the DDL job table layouts, the snapshot's records and, last,
+// the format tag. A crash before the commit leaves no usable store, so a
+// half-written snapshot can never be loaded (rule S54).
+func (p *persister) initialize(keyspace uint32, snapshotTs uint64, jobTable, histTable *model.TableInfo, snap *changeSet) error {
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
@@ -413,9 +415,20 @@ func (p *persister) initialize(keyspace uint32, snapshotTs uint64, jobTable, his
 			{keyGCTs, be64(snapshotTs)},
 			{keyResolvedTs, be64(snapshotTs)},
 			{keyLast, append(be64(snapshotTs), be64(math.MaxInt64)...)},
-			{keyCounts, counts{}.encode()},
 		} {
 			if err := put(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		w := &txWriter{tx: tx}
+		if err := w.writeChanges(snap, snapshotTs); err != nil {
+			return err
+		}
+		if err := put(keyCounts, w.c.encode()); err != nil {
+			return err
+		}
+		if p.failHook != nil {
+			if err := p.failHook(); err != nil {
 				return err
 			}
 		}

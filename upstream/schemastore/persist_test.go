@@ -270,3 +270,31 @@ func TestWriteErrorsPropagate(t *testing.T) {
 		t.Errorf("GC write error: %v", err)
 	}
 }
+
+// TestFailedCreationLeavesNoStore: a fresh store whose first write fails is
+// not half-created: the next open takes the snapshot again.
+func TestFailedCreationLeavesNoStore(t *testing.T) {
+	f := newFakeSnapshot()
+	f.withSystemTables(t, nil)
+	f.addDB(t, nil, dbInfo(10, "db"))
+	f.addTable(t, nil, 10, tbl(20, "t", 1))
+	dir := t.TempDir()
+	s, _ := New(Config{Dir: dir, Snapshot: f, InitialTs: snapTs})
+	p, err := openBolt(s.Path(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.failHook = func() error { return errors.New("power cut") }
+	if _, err := s.create(context.Background(), p, 0); err == nil {
+		t.Fatal("creation with a failed commit succeeded")
+	}
+	_ = p.db.Close()
+	s2, _ := New(Config{Dir: dir, Snapshot: f, InitialTs: snapTs})
+	if err := s2.RegisterKeyspace(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.GetTableInfo(20, snapTs); err != nil {
+		t.Errorf("snapshot table after recreating: %v", err)
+	}
+}

@@ -178,16 +178,28 @@ func (s *Store) RegisterKeyspace(ctx context.Context, keyspaceID uint32) error {
 		_ = p.db.Close()
 		return err
 	}
+	s.writeMu.Lock()
 	s.p = p
 	s.keyspace = keyspaceID
-	if err := s.setupConsumers(st); err != nil {
+	s.consumers, s.subs = nil, nil
+	err = s.setupConsumers(st)
+	s.writeMu.Unlock()
+	// undo detaches the file so deliveries from a subscription made before
+	// a later failure are dropped instead of written.
+	undo := func() {
+		s.writeMu.Lock()
+		s.p = nil
+		s.writeMu.Unlock()
 		_ = p.db.Close()
+	}
+	if err != nil {
+		undo()
 		return err
 	}
 	if s.cfg.Source != nil {
 		for i, sub := range s.subs {
 			if err := s.cfg.Source.Subscribe(ctx, s.cfg.SubscriptionID+uint64(i), sub.Span, sub.StartTs, sub.Consumer); err != nil {
-				_ = p.db.Close()
+				undo()
 				return fmt.Errorf("schemastore: subscribe %s: %w", sub.Name, err)
 			}
 		}
@@ -312,10 +324,7 @@ func (s *Store) create(ctx context.Context, p *persister, keyspaceID uint32) (*s
 	ch := newChangeSet()
 	h.loadSnapshot(snap, ch)
 	h.last = jobPos{ts: ts, ver: 1<<63 - 1}
-	if err := p.initialize(keyspaceID, ts, snap.jobTable, snap.histTable); err != nil {
-		return nil, err
-	}
-	if err := p.update(func(w *txWriter) error { return w.writeChanges(ch, ts) }); err != nil {
+	if err := p.initialize(keyspaceID, ts, snap.jobTable, snap.histTable, ch); err != nil {
 		return nil, err
 	}
 	s.h = h
