@@ -112,6 +112,11 @@ func (o Options) withDefaults() Options {
 
 // Index is a k-NN index over vectors of one dimension.
 type Index struct {
+	// wmu serializes writers, including a graph build, which runs under wmu
+	// alone: readers keep searching the previous graph (or the exact scan)
+	// while a build of a large index takes seconds, and only the swap takes
+	// mu. Everything below is written only while holding both.
+	wmu    sync.Mutex
 	mu     sync.RWMutex
 	dim    int
 	metric Metric
@@ -206,8 +211,9 @@ func (x *Index) Upsert(pk string, v []float32) error {
 	if err != nil {
 		return err
 	}
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if i, ok := x.slot[pk]; ok {
 		copy(x.vecs[i*x.dim:(i+1)*x.dim], sv)
 	} else {
@@ -218,19 +224,20 @@ func (x *Index) Upsert(pk string, v []float32) error {
 	if x.g != nil {
 		x.g.tombstone(pk)
 		x.g.add(pk, sv)
-		x.maybeRebuild()
-	} else {
-		x.maybeBuild()
 	}
+	x.mu.Unlock()
+	x.maybeBuild()
 	return nil
 }
 
 // Delete removes pk; it reports whether pk was present.
 func (x *Index) Delete(pk string) bool {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	i, ok := x.slot[pk]
 	if !ok {
+		x.mu.Unlock()
 		return false
 	}
 	last := len(x.pks) - 1
@@ -246,10 +253,10 @@ func (x *Index) Delete(pk string) bool {
 		x.g.tombstone(pk)
 		if x.opts.HNSWThreshold < 0 || len(x.pks) < x.opts.HNSWThreshold/2 {
 			x.g = nil
-		} else {
-			x.maybeRebuild()
 		}
 	}
+	x.mu.Unlock()
+	x.maybeBuild()
 	return true
 }
 
@@ -264,20 +271,28 @@ func (x *Index) Get(pk string) ([]float32, bool) {
 	return append([]float32(nil), x.vecs[i*x.dim:(i+1)*x.dim]...), true
 }
 
+// maybeBuild builds the graph when the index reached the threshold without
+// one, or rebuilds it when tombstones exceed a quarter of its nodes. The
+// caller holds wmu and not mu.
 func (x *Index) maybeBuild() {
-	if x.opts.HNSWThreshold > 0 && len(x.pks) >= x.opts.HNSWThreshold {
-		x.build()
+	need := false
+	if x.g == nil {
+		need = x.opts.HNSWThreshold > 0 && len(x.pks) >= x.opts.HNSWThreshold
+	} else {
+		need = x.g.dead > len(x.g.nodePK)/4
 	}
+	if !need {
+		return
+	}
+	g := x.build()
+	x.mu.Lock()
+	x.g = g
+	x.mu.Unlock()
 }
 
-func (x *Index) maybeRebuild() {
-	if x.g.dead > len(x.g.nodePK)/4 {
-		x.build()
-	}
-}
-
-// build creates the graph from the live vectors, in slot order.
-func (x *Index) build() {
+// build creates a graph from the live vectors, in slot order. It reads the
+// slab without mu: the caller holds wmu, so nothing writes it meanwhile.
+func (x *Index) build() *graph {
 	// Stored vectors are unit length for cosine, so 1-dot is the cosine
 	// distance; for L2 the squared distance ranks the same as the distance.
 	dist := l2sq
@@ -292,8 +307,15 @@ func (x *Index) build() {
 	for i, pk := range x.pks {
 		g.add(pk, x.vecs[i*x.dim:(i+1)*x.dim])
 	}
-	x.g = g
+	if buildHook != nil {
+		buildHook()
+	}
+	return g
 }
+
+// buildHook, when set by a test, runs at the end of every graph build,
+// before the swap.
+var buildHook func()
 
 func (g *graph) add(pk string, v []float32) {
 	n := g.h.add(v) // copies v into the graph's own slab

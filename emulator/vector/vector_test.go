@@ -371,3 +371,30 @@ func TestConcurrentSearchAndUpsert(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Rule V-C1: a graph build runs under the writer lock only; searches keep
+// being answered (from the exact scan here) while it is in progress.
+func TestSearchNotBlockedByBuild(t *testing.T) {
+	s := seed(t)
+	r := rand.New(rand.NewSource(s))
+	x, err := NewWithOptions(4, L2, Options{HNSWThreshold: 50, Seed: s})
+	require.NoError(t, err)
+	for i := 0; i < 49; i++ {
+		require.NoError(t, x.Upsert("k"+strconv.Itoa(i), randVec(r, 4)))
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	buildHook = func() { close(entered); <-release }
+	t.Cleanup(func() { buildHook = nil })
+	done := make(chan error, 1)
+	go func() { done <- x.Upsert("k49", randVec(r, 4)) }() // crosses the threshold
+	<-entered
+	// The build is parked in the hook: reads still work and see all 50.
+	h, err := x.Search([]float32{0, 0, 0, 0}, 100)
+	require.NoError(t, err)
+	require.Len(t, h, 50)
+	require.False(t, x.UsingHNSW())
+	require.Equal(t, 50, x.Len())
+	close(release)
+	require.NoError(t, <-done)
+	require.True(t, x.UsingHNSW())
+}
