@@ -12,6 +12,7 @@ import (
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
 // startCluster builds a fake cluster with its gRPC servers and closes them
@@ -52,3 +53,5 @@ func mustExec(t testing.TB, ss *sqlfront.Session, sql string) {
 	_, err := ss.Exec(context.Background(), sql)
 	require.NoError(t, err, sql)
 }
+
+func spanOf(start, end []byte) kvevent.Span { return kvevent.Span{StartKey: start, EndKey: end} }
