@@ -407,7 +407,7 @@ func TestGRPCDeregisterOnCancel(t *testing.T) {
 type fakeClock struct{ ms atomic.Int64 }
 
 func (f *fakeClock) CurrentTs(context.Context) (uint64, error) { return tsAt(f.ms.Load()), nil }
-func (f *fakeClock) now() time.Time                           { return time.UnixMilli(f.ms.Load()) }
+func (f *fakeClock) now() time.Time                            { return time.UnixMilli(f.ms.Load()) }
 
 type fakeResolver struct {
 	mu    sync.Mutex
