@@ -1,0 +1,209 @@
+// Package pipeline wires the whole sfemu data path in one process: the
+// embedded fake upstream (cluster + SQL front), the schema store, the
+// Mini-CDC runtime with the mounter, the normalize bridge and the emulator.
+// `sfemu run` and the end-to-end tests build the same pipeline through it.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
+)
+
+// Upstream is the embedded TiKV-style cluster and its SQL front.
+type Upstream struct {
+	Cluster *fakeupstream.Cluster
+	SQL     *sqlfront.Server
+}
+
+// UpstreamConfig configures NewUpstream.
+type UpstreamConfig struct {
+	Seed int64
+	// RealClock runs TSO and resolved-ts ticks on the wall clock (the demo
+	// and the end-to-end tests); otherwise time is virtual.
+	RealClock bool
+	// ResolvedTsInterval is the time between resolved-ts rounds (TiKV's
+	// min-ts-interval). Default 50 ms: short, so safe_ts follows writes
+	// closely in the demo.
+	ResolvedTsInterval time.Duration
+}
+
+// NewUpstream starts an empty embedded cluster with its SQL front.
+func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
+	iv := cfg.ResolvedTsInterval
+	if iv <= 0 {
+		iv = 50 * time.Millisecond
+	}
+	c, err := fakeupstream.New(fakeupstream.Config{
+		Seed: cfg.Seed, RealClock: cfg.RealClock,
+		Feed: cdcfeed.Config{ResolvedTsIntervalMs: iv.Milliseconds()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := sqlfront.New(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Upstream{Cluster: c, SQL: srv}, nil
+}
+
+// TableRef names an upstream table.
+type TableRef struct {
+	DB, Table string
+}
+
+func (t TableRef) String() string { return t.DB + "." + t.Table }
+
+// AdapterConfig configures StartAdapter.
+type AdapterConfig struct {
+	// DataDir holds the schema store (DataDir/schemastore).
+	DataDir string
+	// Tables are the mirrored tables; every physical partition of a
+	// partitioned table is one table path.
+	Tables []TableRef
+	// ClientID identifies the adapter to the emulator. Default "sfemu".
+	ClientID string
+	// DDLPollLimit is the trigger-DDL batch size. Default 64.
+	DDLPollLimit int
+	// Runtime tunes the Mini-CDC runtime.
+	Runtime minicdc.Options
+	// Bridge tunes the normalize bridge; ClientID, StartTs and Tables are
+	// filled in by StartAdapter.
+	Bridge normalize.Config
+	// SourcePoll is the in-process sources' pump interval. Default 5 ms.
+	SourcePoll time.Duration
+}
+
+// Adapter is a running Mini-CDC adapter feeding an emulator.
+type Adapter struct {
+	RT     *minicdc.Runtime
+	Bridge *normalize.Bridge
+	Resume normalize.Resume
+	Tables []normalize.Table
+
+	storeSrc    *fakeupstream.Source
+	storeCancel context.CancelFunc
+	storeDone   chan error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartAdapter resolves the tables, opens the bridge (resume point and
+// epoch from the emulator's stored progress), opens the schema store and
+// starts the Mini-CDC runtime from the resume point.
+//
+// The schema store follows the DDL job span through its own in-process
+// source, delivered on its own goroutine: the runtime's rows wait for the
+// store to reach commit_ts-1 (specs/minicdc.md M22), and the fake source
+// delivers all of its spans from one goroutine, so sharing it would make
+// that wait wait for itself.
+func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig) (*Adapter, error) {
+	if len(cfg.Tables) == 0 {
+		return nil, errors.New("pipeline: no tables to mirror")
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "sfemu"
+	}
+	if cfg.DDLPollLimit <= 0 {
+		cfg.DDLPollLimit = 64
+	}
+	var tables []normalize.Table
+	var ids []int64
+	for _, ref := range cfg.Tables {
+		ti, dbID, err := up.SQL.TableInfo(ref.DB, ref.Table)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: table %s: %w", ref, err)
+		}
+		for _, phys := range ti.PhysicalIDs() {
+			tables = append(tables, normalize.Table{PhysicalID: phys, SchemaID: dbID, Database: ref.DB, Info: ti})
+			ids = append(ids, phys)
+		}
+	}
+	now, err := up.Cluster.CurrentTs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bcfg := cfg.Bridge
+	bcfg.ClientID, bcfg.StartTs, bcfg.Tables = cfg.ClientID, now, tables
+	bridge, err := normalize.New(bcfg, emu)
+	if err != nil {
+		return nil, err
+	}
+	resume, err := bridge.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	storeSrc := up.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: cfg.SourcePoll})
+	store, err := schemastore.New(schemastore.Config{
+		Dir: filepath.Join(cfg.DataDir, "schemastore"), Snapshot: up.Cluster, Source: storeSrc, InitialTs: resume.StartTs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	a := &Adapter{Bridge: bridge, Resume: resume, Tables: tables, storeSrc: storeSrc, storeCancel: scancel, storeDone: make(chan error, 1)}
+	go func() { a.storeDone <- storeSrc.Run(sctx) }()
+
+	tableSrc := up.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: cfg.SourcePoll})
+	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit},
+		minicdc.Deps{
+			Clock:       up.Cluster,
+			SchemaStore: store,
+			Source:      tableSrc,
+			NewDecoder: func(int64) (minicdc.RowDecoder, error) {
+				return mounter.New(mounter.Config{RequireOldValue: true}), nil
+			},
+			TableSpan: func(ks uint32, nextGen bool, id int64) (kvevent.Span, error) {
+				return tablecodec.TableRecordSpan(ks, nextGen, id), nil
+			},
+		}, bridge, cfg.Runtime)
+	if err != nil {
+		a.stopStoreSource()
+		return nil, err
+	}
+	a.RT = rt
+	return a, nil
+}
+
+func (a *Adapter) stopStoreSource() error {
+	a.storeCancel()
+	err := <-a.storeDone
+	if cerr := a.storeSrc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Done is closed when the runtime stops.
+func (a *Adapter) Done() <-chan struct{} { return a.RT.Done() }
+
+// Close stops the runtime (which closes its source and the schema store)
+// and then the store's source. It returns the runtime's fatal error, if
+// any. It is idempotent.
+func (a *Adapter) Close() error {
+	a.closeOnce.Do(func() {
+		err := a.RT.Close()
+		if serr := a.stopStoreSource(); err == nil && serr != nil {
+			err = fmt.Errorf("pipeline: schema store source: %w", serr)
+		}
+		a.closeErr = err
+	})
+	return a.closeErr
+}
