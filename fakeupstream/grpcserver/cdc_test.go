@@ -397,3 +397,7 @@ func TestEventFeedStoreDown(t *testing.T) {
 	<-again.done
 	require.Equal(t, codes.Unavailable, status.Code(again.err), "%v", again.err)
 }
+
+type cdcpbEvents = cdcpb.ChangeDataEvent
+
+const cdcpbInitialized = cdcpb.Event_INITIALIZED
