@@ -167,6 +167,30 @@ type Bridge struct {
 	// ready is opened for the row path, which does not take ctl.
 	ready  atomic.Bool
 	resume Resume
+	// stopped holds the ingest failure after which the bridge refuses all
+	// work (N7): the drained rows of that batch cannot be sent again with
+	// the same seqs, only a restart (new epoch) redelivers them.
+	stopped atomic.Pointer[error]
+}
+
+// Err returns the failure that stopped the bridge, or nil.
+func (b *Bridge) Err() error {
+	if e := b.stopped.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (b *Bridge) stop(err error) error {
+	b.stopped.CompareAndSwap(nil, &err)
+	return err
+}
+
+func (b *Bridge) checkStopped() error {
+	if err := b.Err(); err != nil {
+		return fmt.Errorf("normalize: bridge stopped after an earlier failure (restart with a new epoch): %w", err)
+	}
+	return nil
 }
 
 // New builds a bridge; Open must be called before any callback.
@@ -426,13 +450,13 @@ func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, dd
 	for _, batch := range batches {
 		resp, err := b.sink.Ingest(ctx, batch)
 		if err != nil {
-			return fmt.Errorf("normalize: ingest %s epoch %d seq %d..%d: %w", p.name, batch.GetSourceEpoch(),
-				batch.GetFirstSeq(), batch.GetFirstSeq()+uint64(len(batch.GetMutations()))-1, err)
+			return b.stop(fmt.Errorf("normalize: ingest %s epoch %d seq %d..%d: %w", p.name, batch.GetSourceEpoch(),
+				batch.GetFirstSeq(), batch.GetFirstSeq()+uint64(len(batch.GetMutations()))-1, err))
 		}
 		last := batch.GetFirstSeq() + uint64(len(batch.GetMutations())) - 1
 		if resp.GetLastSeq() != last {
-			return fmt.Errorf("normalize: ingest %s: emulator acknowledged last seq %d, sent %d..%d (outcome %s)",
-				p.name, resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
+			return b.stop(fmt.Errorf("normalize: ingest %s: emulator acknowledged last seq %d, sent %d..%d (outcome %s)",
+				p.name, resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome()))
 		}
 		p.stateInSink = true
 		p.ingested += uint64(len(batch.GetMutations()))
@@ -511,6 +535,9 @@ func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64)
 	if !b.opened {
 		return fmt.Errorf("normalize: checkpoint before Open")
 	}
+	if err := b.checkStopped(); err != nil {
+		return err
+	}
 	for id := range tableResolved {
 		if _, ok := b.byID[id]; !ok {
 			return fmt.Errorf("normalize: checkpoint names table %d, which is not configured", id)
@@ -544,6 +571,9 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 	defer b.ctl.Unlock()
 	if !b.opened {
 		return fmt.Errorf("normalize: DDL before Open")
+	}
+	if err := b.checkStopped(); err != nil {
+		return err
 	}
 	T := ev.FinishedTs
 	for _, coll := range b.collections {

@@ -789,3 +789,21 @@ func TestLargeAndWideRowsOutsideChunks(t *testing.T) {
 	require.Len(t, wm.GetFields(), 303)
 	require.Equal(t, int64(299), wm.GetFields()["c299"].GetInt64Value())
 }
+
+// TestN7IngestFailureStopsBridge: after a failed ingest the drained rows
+// cannot be re-sent with the same seqs, so every later call fails.
+func TestN7IngestFailureStopsBridge(t *testing.T) {
+	h, _ := oneTable(t, Config{})
+	h.upsert(42, 110, row(1, "a", 0))
+	h.sink.failIngest = 1
+	err := h.b.Checkpoint(h.ctx, map[int64]uint64{42: 120})
+	require.ErrorContains(t, err, "injected ingest failure")
+	require.ErrorContains(t, h.b.Err(), "injected ingest failure")
+	require.ErrorContains(t, h.b.Checkpoint(h.ctx, map[int64]uint64{42: 130}), "bridge stopped")
+	require.ErrorContains(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 140, RowType: mounter.RowTypeInsert, Post: row(2, "b", 0), TableInfo: h.ti[42]}), "bridge stopped")
+	ev, _ := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
+	require.ErrorContains(t, h.b.DDL(h.ctx, ev), "bridge stopped")
+	for _, a := range h.sink.advs {
+		require.NotEqual(t, "table:42", a.GetSourcePartition(), "progress never moved past unacknowledged data")
+	}
+}

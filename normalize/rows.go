@@ -72,6 +72,9 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 	if !b.ready.Load() {
 		return fmt.Errorf("normalize: row for table %d before Open", in.TableID)
 	}
+	if err := b.checkStopped(); err != nil {
+		return err
+	}
 	p, ok := b.byID[in.TableID]
 	if !ok {
 		return fmt.Errorf("normalize: row for table %d, which is not configured", in.TableID)
