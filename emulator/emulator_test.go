@@ -27,6 +27,12 @@ func TestCreateCollectionE23E26(t *testing.T) {
 	if st.GetState() != apiv1.CollectionState_COLLECTION_STATE_ACTIVE || len(st.GetModalities()) != 4 {
 		t.Fatalf("status %v", st)
 	}
+	// E2: a collection without TEXT/VECTOR fields or metadata_aux has the
+	// document modality only (E62: this emulator runs in memory).
+	mustCreate(t, e, docDef("plain"), 100)
+	if st, _ := e.GetCollection(bg, &apiv1.GetCollectionRequest{Name: "plain"}); len(st.GetModalities()) != 1 || st.GetModalities()[0].GetModality() != apiv1.Modality_MODALITY_DOCUMENT {
+		t.Fatalf("E2: modalities %v", st.GetModalities())
+	}
 	_, err = e.GetCollection(bg, &apiv1.GetCollectionRequest{Name: "nope"})
 	requireReason(t, "E72", err, contract.ReasonCollectionNotFound, "name")
 	// E23: a second INITIAL_CREATION is ALREADY_EXISTS (different key, so not a replay).
@@ -152,7 +158,7 @@ func TestIngestAdmissionE32toE35(t *testing.T) {
 	}
 }
 
-// E38: version guard and tombstones.
+// E38, E40: version guard, tombstones, source partition per document.
 func TestVersionGuardE38(t *testing.T) {
 	e := openMem(t, Options{})
 	tok := mustCreate(t, e, docDef("docs"), 10).GetSchemaGenerationToken()
@@ -170,7 +176,7 @@ func TestVersionGuardE38(t *testing.T) {
 		}
 		return g
 	}
-	if d := get("1"); d.GetDocument().GetFields()["body"].GetStringValue() != "v50" || d.GetDocument().GetCommitTs() != 50 {
+	if d := get("1"); d.GetDocument().GetFields()["body"].GetStringValue() != "v50" || d.GetDocument().GetCommitTs() != 50 || d.GetDocument().GetSourcePartition() != p {
 		t.Fatalf("doc %v", d)
 	}
 	mustIngest(t, e, mb(p, 1, tok, docUpsert(3, 50, 1, "v50b"))) // equal version replaces

@@ -38,7 +38,7 @@ func TestStorageFailureE92(t *testing.T) {
 	_ = e.Close()
 }
 
-// Metrics: ingest rows, batches, rejections by reason, watermarks and lag.
+// E80: metrics for ingest rows, batches, rejections by reason, watermarks and lag.
 func TestMetrics(t *testing.T) {
 	clk := newFakeClock()
 	e := openMem(t, Options{Clock: clk})

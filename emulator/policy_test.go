@@ -34,6 +34,9 @@ func TestAdditiveKeepsDocumentsE28(t *testing.T) {
 	e := openMem(t, Options{})
 	lin := mustCreate(t, e, itemsDef("items"), 10)
 	seedItems(t, e, lin.GetSchemaGenerationToken())
+	e.mu.RLock()
+	textWBefore := e.colls["items"].textW
+	e.mu.RUnlock()
 	def := itemsDef("items")
 	def.Fields = append(def.Fields, &apiv1.Field{Name: "color", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_STORED_ONLY})
 	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, 40, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE))
@@ -52,7 +55,13 @@ func TestAdditiveKeepsDocumentsE28(t *testing.T) {
 	m := itemUpsert(4, 50, 4, "x", "y", 1, nil)
 	m.Fields["color"] = val("red")
 	mustIngest(t, e, mb("table:100", 1, resp.GetLineage().GetSchemaGenerationToken(), m))
-	// Text index survived (reused) and still finds old docs.
+	// E51a: the text index survived (reused, same worker) and still finds old docs.
+	e.mu.RLock()
+	reused := e.colls["items"].textW == textWBefore
+	e.mu.RUnlock()
+	if !reused {
+		t.Fatal("E51a: ADDITIVE change with unchanged text fields rebuilt the text index")
+	}
 	sr, err := e.Search(bg, &apiv1.SearchRequest{Collection: "items", Text: &apiv1.TextQuery{Query: "apple"}})
 	if err != nil || len(sr.GetHits()) != 1 || sr.GetHits()[0].GetPrimaryKey() != "1" {
 		t.Fatalf("search after additive: %v %v", sr, err)

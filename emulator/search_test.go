@@ -213,3 +213,25 @@ func TestAuxIndexMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// E51a: a zero vector under cosine is stored and readable but not a
+// neighbour; the vector modality keeps advancing.
+func TestZeroVectorE51a(t *testing.T) {
+	e := openMem(t, Options{})
+	tok := mustCreate(t, e, itemsDef("items"), 10).GetSchemaGenerationToken()
+	mustIngest(t, e, mb("table:100", 1, tok,
+		itemUpsert(1, 20, 1, "zero", "z", 0, []float32{0, 0, 0}),
+		itemUpsert(2, 21, 2, "unit", "u", 0, []float32{0, 1, 0})))
+	mustAdvance(t, e, "table:100", 1, 30)
+	e.WaitIndexed()
+	if st := status(t, e, "items"); st.GetSafeTs() != 30 {
+		t.Fatalf("safe_ts %d: vector modality stalled", st.GetSafeTs())
+	}
+	r, err := e.Search(bg, &apiv1.SearchRequest{Collection: "items", Vector: &apiv1.VectorQuery{Field: "emb", Vector: []float32{0, 1, 0}}})
+	if err != nil || !eqKeys(hitKeys(r), "2") {
+		t.Fatalf("vector hits %v %v", r, err)
+	}
+	if g, _ := e.GetDocument(bg, &apiv1.GetDocumentRequest{Collection: "items", PrimaryKey: "1"}); !g.GetFound() {
+		t.Fatal("zero-vector document not stored")
+	}
+}

@@ -105,7 +105,7 @@ func TestRequiredPolicy(t *testing.T) {
 			d.Fields = append(d.Fields, &apiv1.Field{Name: "x", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_STORED_ONLY})
 		}, add},
 		{"add partition", func(d *apiv1.CollectionDefinition) { d.SourcePartitions = append(d.SourcePartitions, "table:11") }, add},
-		{"rename source", func(d *apiv1.CollectionDefinition) { d.Source = &apiv1.SourceTable{Table: "t2"} }, add},
+		{"rename source (E10: source is metadata)", func(d *apiv1.CollectionDefinition) { d.Source = &apiv1.SourceTable{Table: "t2"} }, add},
 		{"toggle aux", func(d *apiv1.CollectionDefinition) { d.MetadataAux = true }, add},
 		{"drop field", func(d *apiv1.CollectionDefinition) { d.Fields = d.Fields[:3] }, inPlace},
 		{"type change", func(d *apiv1.CollectionDefinition) { d.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_FLOAT }, inPlace},
@@ -351,7 +351,7 @@ func FuzzCheckMutation(f *testing.F) {
 	})
 }
 
-// E90: error texts are valid UTF-8 even when they echo invalid input.
+// E90, E90a: error texts are valid UTF-8 even when they echo invalid input.
 func TestErrorTextIsValidUTF8(t *testing.T) {
 	e := Errf(ReasonCollectionNotFound, "name\xff", "x", "bad\xfe", "collection %s", "c\xff")
 	for _, s := range []string{e.Field, e.Actual, e.Message, e.Error()} {
