@@ -43,11 +43,12 @@ func overflowFrom(f *FullError, waited time.Duration) *OverflowError {
 // bounded wait. Add blocks at most Window for a seal to make room, then
 // returns an *OverflowError. Waiter is safe for concurrent use.
 type Waiter[T any] struct {
-	mu     sync.Mutex
-	buf    *Buffer[T]
-	sealCh chan struct{} // closed (and replaced) by every seal
-	timer  Timer
-	window time.Duration
+	mu      sync.Mutex
+	buf     *Buffer[T]
+	sealCh  chan struct{} // closed (and replaced) by a seal while adders wait
+	waiting int           // adders blocked on sealCh
+	timer   Timer
+	window  time.Duration
 }
 
 // NewWaiter wraps a new Buffer with cfg. window is the longest Add waits
@@ -75,36 +76,50 @@ func (w *Waiter[T]) Add(ctx context.Context, commitTs uint64, size int64, v T) e
 	for {
 		w.mu.Lock()
 		err := w.buf.Add(commitTs, size, v)
-		ch := w.sealCh
-		w.mu.Unlock()
 		if err == nil {
+			w.mu.Unlock()
 			return nil
 		}
 		var full *FullError
 		if !errors.As(err, &full) {
+			w.mu.Unlock()
 			return err
 		}
 		if full.Never || w.window == 0 {
+			w.mu.Unlock()
 			return overflowFrom(full, 0)
 		}
+		ch := w.sealCh
+		w.waiting++
+		w.mu.Unlock()
 		if expired == nil {
 			expired = w.timer.After(w.window)
 		}
+		var woke, timedOut bool
 		select {
 		case <-ch:
-			// A seal happened: retry.
+			woke = true
 		case <-expired:
-			// Last attempt: a seal may have raced with the timer.
-			w.mu.Lock()
-			err = w.buf.Add(commitTs, size, v)
-			w.mu.Unlock()
-			if errors.As(err, &full) {
-				return overflowFrom(full, w.window)
-			}
-			return err
+			timedOut = true
 		case <-ctx.Done():
+		}
+		w.mu.Lock()
+		w.waiting--
+		if woke {
+			w.mu.Unlock()
+			continue // a seal happened: retry
+		}
+		if !timedOut {
+			w.mu.Unlock()
 			return ctx.Err()
 		}
+		// Last attempt: a seal may have raced with the timer.
+		err = w.buf.Add(commitTs, size, v)
+		w.mu.Unlock()
+		if errors.As(err, &full) {
+			return overflowFrom(full, w.window)
+		}
+		return err
 	}
 }
 
@@ -114,8 +129,10 @@ func (w *Waiter[T]) Do(f func(b *Buffer[T]) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := f(w.buf)
-	close(w.sealCh)
-	w.sealCh = make(chan struct{})
+	if w.waiting > 0 {
+		close(w.sealCh)
+		w.sealCh = make(chan struct{})
+	}
 	return err
 }
 

@@ -120,3 +120,17 @@ func TestWaiterZeroWindowAndLateRow(t *testing.T) {
 	_, err = NewWaiter[int](Config{Partition: "p", MaxUnsealedRows: 1, MaxUnsealedBytes: 1}, nil, time.Second)
 	require.Error(t, err)
 }
+
+// TestWaiterSealWithoutWaitersAllocatesNothing: the wake-up channel is
+// only replaced when an adder is blocked on it.
+func TestWaiterSealWithoutWaitersAllocatesNothing(t *testing.T) {
+	w := newWaiter(t, 1000, newManualTimer(), time.Second)
+	dst := make([]Item[int], 0, 16)
+	ts := uint64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		ts++
+		_ = w.Add(context.Background(), ts, 1, 1)
+		dst, _ = w.SealCheckpoint(ts, dst[:0])
+	})
+	require.Zero(t, allocs)
+}
