@@ -1,21 +1,40 @@
 // Command sfemu runs the search-fabric emulator with its embedded Mini-CDC
-// adapter.
+// adapter. `sfemu run` (the default) starts an in-process TiKV-style
+// cluster with a demo schema and workload, mirrors its tables into
+// emulator collections through the Mini-CDC runtime, and serves the
+// emulator's HTTP and gRPC APIs on loopback.
 package main
 
 import (
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help") {
-		fmt.Println("usage: sfemu run   (embedded upstream + demo workload + emulator)")
-		return
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "sfemu:", err)
+		os.Exit(1)
 	}
-	fmt.Println("sfemu run: plan")
-	fmt.Println("  1. start the embedded TiKV-style cluster (fakeupstream) with a real clock")
-	fmt.Println("  2. create the demo schema and start the demo workload")
-	fmt.Println("  3. start the Mini-CDC adapter from the emulator's stored progress")
-	fmt.Println("  4. serve the emulator's HTTP API on 127.0.0.1:8080 and gRPC on 127.0.0.1:9090")
-	fmt.Println("the runtime is not wired yet; this build only prints its plan")
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sfemu",
+		Short: "search-fabric emulator with an embedded Mini-CDC adapter",
+		Long: `sfemu mirrors TiDB tables into search collections: it pulls row changes from
+TiKV's CDC protocol, decodes them with TiDB's schema history and feeds the
+emulator's collections, which you query over HTTP or gRPC.
+
+Without a subcommand it runs "sfemu run".`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	run := newRunCmd()
+	root.AddCommand(run, newSQLCmd())
+	// `sfemu` alone behaves like `sfemu run` (with run's flags).
+	root.Flags().AddFlagSet(run.Flags())
+	root.RunE = run.RunE
+	return root
 }
