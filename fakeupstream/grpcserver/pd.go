@@ -275,7 +275,7 @@ func (p *pdServer) BatchScanRegions(ctx context.Context, req *pdpb.BatchScanRegi
 // store converts a topology store. metapb has no "down" state: PD keeps a
 // dead store Up until an operator removes it and clients learn it is down
 // from failed requests and health checks, so a down store is reported Up
-// here too; its TiKV server answers Unavailable and NOT_SERVING. (G15)
+// here too; its TiKV server answers Unavailable (G30). (G15)
 func (p *pdServer) store(id uint64) *metapb.Store {
 	return &metapb.Store{
 		Id:            id,

@@ -2,7 +2,6 @@ package grpcserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -192,21 +191,6 @@ func (s *Servers) storeUp(id uint64) bool {
 // is gone, so the client sees the transport fail. (G30)
 func errStoreDown(id uint64) error {
 	return status.Errorf(codes.Unavailable, "fake tikv store %d is down", id)
-}
-
-var errClosed = errors.New("grpcserver: servers closed")
-
-// closing returns a context cancelled when the servers close.
-func (s *Servers) closing(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }
 
 // unaryRecorder notes every call answered Unimplemented, so tests can
