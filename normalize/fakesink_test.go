@@ -190,6 +190,19 @@ func (f *fakeSink) Ingest(_ context.Context, b *apiv1.MutationBatch) (*apiv1.Ing
 	if b.GetSchemaGenerationToken() != c.lineage.GetSchemaGenerationToken() {
 		return nil, fmt.Errorf("STALE_GENERATION: want %s got %s", c.lineage.GetSchemaGenerationToken(), b.GetSchemaGenerationToken())
 	}
+	known := map[string]bool{}
+	for _, f := range c.def.GetFields() {
+		known[f.GetName()] = true
+	}
+	for _, m := range b.GetMutations() {
+		if m.GetKind() == apiv1.MutationKind_MUTATION_KIND_UPSERT {
+			for name := range m.GetFields() {
+				if !known[name] {
+					return nil, fmt.Errorf("UNKNOWN_FIELD %s (seq %d, commit_ts %d)", name, m.GetSeq(), m.GetCommitTs())
+				}
+			}
+		}
+	}
 	for _, m := range b.GetMutations() {
 		if old, ok := c.docs[m.GetPrimaryKey()]; ok && m.GetCommitTs() < old.GetCommitTs() {
 			continue
