@@ -100,6 +100,36 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 		t.Fatalf("read-your-write search found %s", raw)
 	}
 
+	// Restarting the adapter in process resumes from the stored progress
+	// with the next epoch, and the collections keep following the upstream.
+	resp, err = http.Post("http://"+httpAddr+"/admin/restart-adapter", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rr restartResult
+	if err := json.Unmarshal(raw, &rr); err != nil || resp.StatusCode != 200 || rr.Epoch != 2 {
+		t.Fatalf("restart: %d %s", resp.StatusCode, raw)
+	}
+	out, err = exec.Command(bin, "sql", "--http", httpAddr, "UPDATE demo.products SET title = 'binary test lamp after restart' WHERE id = 990001").CombinedOutput()
+	if err != nil {
+		t.Fatalf("sfemu sql: %v %s", err, out)
+	}
+	cm = regexp.MustCompile(`commit_ts=(\d+)`).FindSubmatch(out)
+	if cm == nil {
+		t.Fatalf("sfemu sql output %q", out)
+	}
+	resp, err = http.Get("http://" + httpAddr + "/v1/collections/demo.products/docs/990001?min_ts=" + string(cm[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), "after restart") {
+		t.Fatalf("read after restart: %d %s", resp.StatusCode, raw)
+	}
+
 	// A status line arrives and reports progress.
 	for {
 		l := next("status line")

@@ -202,14 +202,17 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)
 	}
-	defer adapter.Close()
+	defer func() { _ = adapter.Close() }()
+	adapterCfg := pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables}
 
 	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry()})
 	if err != nil {
 		return err
 	}
+	restarts := make(chan chan restartResult)
 	mux := http.NewServeMux()
 	mux.Handle("/upstream/sql", sqlHandler(up, cfg.Token))
+	mux.Handle("/admin/restart-adapter", restartHandler(restarts, cfg.Token))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
 	if err != nil {
@@ -264,6 +267,23 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 			if err != nil && ctx.Err() == nil {
 				return fmt.Errorf("demo workload stopped: %w", err)
 			}
+		case reply := <-restarts:
+			// Stop the adapter and start a new one on the same emulator and
+			// schema store: it resumes from the emulator's stored progress
+			// with the next epoch (the upstream keeps running meanwhile).
+			if err := adapter.Close(); err != nil {
+				reply <- restartResult{Err: err.Error()}
+				return fmt.Errorf("adapter stopped: %w", err)
+			}
+			next, err := pipeline.StartAdapter(ctx, up, emu, adapterCfg)
+			if err != nil {
+				reply <- restartResult{Err: err.Error()}
+				return fmt.Errorf("restarting the adapter: %w", err)
+			}
+			adapter = next
+			last, lastAt = adapter.RT.Stats(), time.Now()
+			fmt.Fprintf(out, "sfemu: adapter restarted: start-ts=%d epoch=%d\n", adapter.RT.StartTs(), adapter.Resume.Epoch)
+			reply <- restartResult{StartTs: adapter.RT.StartTs(), Epoch: adapter.Resume.Epoch}
 		case <-tick.C:
 			now := time.Now()
 			st := adapter.RT.Stats()
@@ -325,4 +345,39 @@ func statusLine(ctx context.Context, up *pipeline.Upstream, emu *emulator.Emulat
 		}
 	}
 	return b.String()
+}
+
+type restartResult struct {
+	StartTs uint64 `json:"start_ts"`
+	Epoch   uint64 `json:"epoch"`
+	Err     string `json:"error,omitempty"`
+}
+
+// restartHandler serves POST /admin/restart-adapter: the run loop restarts
+// the adapter and answers with its resume point.
+func restartHandler(restarts chan<- chan restartResult, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(restartResult{Err: "missing or wrong bearer token"})
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_ = json.NewEncoder(w).Encode(restartResult{Err: "use POST"})
+			return
+		}
+		reply := make(chan restartResult, 1)
+		select {
+		case restarts <- reply:
+		case <-r.Context().Done():
+			return
+		}
+		res := <-reply
+		if res.Err != "" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	})
 }
