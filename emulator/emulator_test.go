@@ -365,3 +365,39 @@ func TestReadWaitsForMinTsE71(t *testing.T) {
 	_, err = e.GetDocument(bg, &apiv1.GetDocumentRequest{Collection: "nope", PrimaryKey: "9"})
 	requireReason(t, "E72", err, contract.ReasonCollectionNotFound, "collection")
 }
+
+// E43: after resolved_ts R in epoch N, a new row at or below R in epoch N
+// is late; a new epoch may re-deliver; a schema-set resolved ts does not arm it.
+func TestLateMutationE43(t *testing.T) {
+	e := openMem(t, Options{})
+	tok := mustCreate(t, e, docDef("docs"), 10).GetSchemaGenerationToken()
+	p := "table:200"
+	mustIngest(t, e, mb(p, 1, tok, docUpsert(1, 20, 1, "a")))
+	mustAdvance(t, e, p, 1, 50)
+	before := dump(t, e)
+	_, err := e.Ingest(bg, mb(p, 1, tok, docUpsert(2, 60, 2, "ok"), docUpsert(3, 50, 3, "late")))
+	ce := requireReason(t, "E43", err, contract.ReasonLateMutation, "mutations[1].commit_ts")
+	if ce.Expected != "> 50" || ce.Actual != "50" {
+		t.Fatalf("E90: %+v", ce)
+	}
+	if dump(t, e) != before {
+		t.Fatal("E91: late batch changed state")
+	}
+	mustIngest(t, e, mb(p, 1, tok, docUpsert(2, 51, 2, "fine")))
+	// A new epoch re-delivers older rows: allowed, version-guarded.
+	r := mustIngest(t, e, mb(p, 2, tok, docUpsert(1, 20, 1, "a")))
+	if r.GetStaleMutations() != 0 || r.GetAppliedMutations() != 1 {
+		t.Fatalf("re-delivery: %v", r)
+	}
+	// Progress in epoch 2 re-arms the check.
+	mustAdvance(t, e, p, 2, 70)
+	_, err = e.Ingest(bg, mb(p, 2, tok, docUpsert(2, 65, 4, "late")))
+	requireReason(t, "E43", err, contract.ReasonLateMutation, "mutations[0].commit_ts")
+	// A partition added by a schema change starts at the DDL ts unarmed (E29).
+	lin := status(t, e, "docs").GetLineage()
+	resp, err := e.PutCollectionSchema(bg, changeReq(docDef("docs", "table:200", "table:201"), lin, 100, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIngest(t, e, mb("table:201", 1, resp.GetLineage().GetSchemaGenerationToken(), docUpsert(1, 90, 9, "before ddl ts")))
+}

@@ -69,9 +69,19 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 		return nil, contract.Errf(contract.ReasonStaleGeneration, "schema_generation_token", tok, b.GetSchemaGenerationToken(), "batch was built for another schema generation of %s", c.name())
 	}
 	muts := b.GetMutations()
+	// E43: within the epoch that reported resolved_ts R, nothing new may
+	// arrive at or below R (the adapter promised it had all of it).
+	lateBound := uint64(0)
+	if ps.GetResolvedEpoch() != 0 && ps.GetResolvedEpoch() == b.GetSourceEpoch() {
+		lateBound = ps.GetResolvedTs()
+	}
 	for i, m := range muts {
 		if err := c.schema.CheckMutation(m, fmt.Sprintf("mutations[%d]", i)); err != nil {
 			return nil, err
+		}
+		if m.GetCommitTs() <= lateBound {
+			return nil, contract.Errf(contract.ReasonLateMutation, fmt.Sprintf("mutations[%d].commit_ts", i), fmt.Sprintf("> %d", lateBound), fmt.Sprint(m.GetCommitTs()),
+				"%s already reported resolved_ts %d in epoch %d", b.GetSourcePartition(), lateBound, b.GetSourceEpoch())
 		}
 	}
 	// Plan (E38, E40).
@@ -91,6 +101,7 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 		SourceEpoch:     b.GetSourceEpoch(),
 		LastSeq:         last,
 		ResolvedTs:      ps.GetResolvedTs(),
+		ResolvedEpoch:   ps.GetResolvedEpoch(),
 	}
 	name := c.name()
 	if err := e.persist(func(tx *storage.Tx) error {
@@ -169,6 +180,7 @@ func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionR
 		nps.LastSeq = 0
 	}
 	nps.ResolvedTs = p.GetResolvedTs()
+	nps.ResolvedEpoch = nps.GetSourceEpoch()
 	if err := e.persist(func(tx *storage.Tx) error { return tx.PutPartition(nps) }); err != nil {
 		return nil, err
 	}

@@ -36,8 +36,8 @@ func TestSearchE73E74(t *testing.T) {
 	tok := lin.GetSchemaGenerationToken()
 	seedItems(t, e, tok)
 	mustIngest(t, e, mb("table:100", 1, tok,
-		itemUpsert(4, 23, 4, "red apple pie with apple", "food", 4.0, []float32{0.9, 0.1, 0}),
-		del(5, 24, 2),
+		itemUpsert(4, 33, 4, "red apple pie with apple", "food", 4.0, []float32{0.9, 0.1, 0}),
+		del(5, 34, 2),
 	))
 	mustAdvance(t, e, "table:100", 1, 40)
 	e.WaitIndexed()

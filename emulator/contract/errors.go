@@ -41,6 +41,7 @@ const (
 	ReasonSeqOverlap          Reason = "SEQ_OVERLAP"
 	ReasonStaleGeneration     Reason = "STALE_GENERATION"
 	ReasonProgressRegression  Reason = "PROGRESS_REGRESSION"
+	ReasonLateMutation        Reason = "LATE_MUTATION"
 	ReasonNotYetFresh         Reason = "NOT_YET_FRESH"
 	ReasonClosed              Reason = "CLOSED"
 	ReasonInternal            Reason = "INTERNAL"

@@ -89,7 +89,8 @@ func Code(r contract.Reason) codes.Code {
 		return codes.Aborted
 	case contract.ReasonFenceMismatch, contract.ReasonNonMonotonicSchema, contract.ReasonPolicyTooWeak,
 		contract.ReasonPartitionNotMapped, contract.ReasonEpochRegression, contract.ReasonSeqGap,
-		contract.ReasonSeqOverlap, contract.ReasonStaleGeneration, contract.ReasonProgressRegression:
+		contract.ReasonSeqOverlap, contract.ReasonStaleGeneration, contract.ReasonProgressRegression,
+		contract.ReasonLateMutation:
 		return codes.FailedPrecondition
 	case contract.ReasonNotYetFresh, contract.ReasonClosed:
 		return codes.Unavailable

@@ -1956,8 +1956,12 @@ type PartitionState struct {
 	SourceEpoch     uint64                 `protobuf:"varint,3,opt,name=source_epoch,json=sourceEpoch,proto3" json:"source_epoch,omitempty"`
 	LastSeq         uint64                 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	ResolvedTs      uint64                 `protobuf:"varint,5,opt,name=resolved_ts,json=resolvedTs,proto3" json:"resolved_ts,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The epoch in which resolved_ts was last advanced by AdvancePartition
+	// (0 when it was set by a schema change, E29). Within that epoch no new
+	// mutation may be at or below resolved_ts (E43).
+	ResolvedEpoch uint64 `protobuf:"varint,6,opt,name=resolved_epoch,json=resolvedEpoch,proto3" json:"resolved_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionState) Reset() {
@@ -2021,6 +2025,13 @@ func (x *PartitionState) GetLastSeq() uint64 {
 func (x *PartitionState) GetResolvedTs() uint64 {
 	if x != nil {
 		return x.ResolvedTs
+	}
+	return 0
+}
+
+func (x *PartitionState) GetResolvedEpoch() uint64 {
+	if x != nil {
+		return x.ResolvedEpoch
 	}
 	return 0
 }
@@ -3225,7 +3236,7 @@ const file_emulator_proto_rawDesc = "" +
 	"\n" +
 	"collection\x18\x01 \x01(\tR\n" +
 	"collection\x12\x17\n" +
-	"\asafe_ts\x18\x02 \x01(\x04R\x06safeTs\"\xba\x01\n" +
+	"\asafe_ts\x18\x02 \x01(\x04R\x06safeTs\"\xe1\x01\n" +
 	"\x0ePartitionState\x12)\n" +
 	"\x10source_partition\x18\x01 \x01(\tR\x0fsourcePartition\x12\x1e\n" +
 	"\n" +
@@ -3234,7 +3245,8 @@ const file_emulator_proto_rawDesc = "" +
 	"\fsource_epoch\x18\x03 \x01(\x04R\vsourceEpoch\x12\x19\n" +
 	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\x12\x1f\n" +
 	"\vresolved_ts\x18\x05 \x01(\x04R\n" +
-	"resolvedTs\"j\n" +
+	"resolvedTs\x12%\n" +
+	"\x0eresolved_epoch\x18\x06 \x01(\x04R\rresolvedEpoch\"j\n" +
 	"\x10ModalityProgress\x127\n" +
 	"\bmodality\x18\x01 \x01(\x0e2\x1b.sfemu.emulator.v1.ModalityR\bmodality\x12\x1d\n" +
 	"\n" +
