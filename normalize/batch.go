@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"math"
+	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/reorder"
@@ -60,20 +61,18 @@ func take[T any](s *[]T) *T {
 	return &(*s)[len(*s)-1]
 }
 
-// toProto builds the wire mutation. The mutation's bytes are copied into
-// one string per mutation so the proto never aliases slab memory.
-func (a *protoAlloc) toProto(m *Mutation, seq uint64) *apiv1.Mutation {
+// toProto builds the wire mutation. all is a copy of m.data (a slice of
+// the batch's one immutable copy, see buildBatches), so the proto never
+// aliases slab memory.
+func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byte) *apiv1.Mutation {
 	pm := take(&a.muts)
 	pm.Seq = seq
 	pm.CommitTs = m.CommitTs
 	pm.Kind = m.Kind
+	pm.PrimaryKey = all[m.pkOff:]
 	if m.Kind == apiv1.MutationKind_MUTATION_KIND_DELETE {
-		pm.PrimaryKey = string(m.pk())
 		return pm
 	}
-	// One string holds the values and the key.
-	all := string(m.data)
-	pm.PrimaryKey = all[m.pkOff:]
 	pm.Fields = make(map[string]*apiv1.Value, len(m.vals))
 	for i := range m.vals {
 		v := &m.vals[i]
@@ -105,7 +104,7 @@ func (a *protoAlloc) toProto(m *Mutation, seq uint64) *apiv1.Mutation {
 			pv.Kind = w
 		case vBytes:
 			w := take(&a.bytes)
-			w.BytesValue = append([]byte(nil), m.data[v.off:v.off+v.n]...)
+			w.BytesValue = allBytes[v.off : v.off+v.n : v.off+v.n]
 			pv.Kind = w
 		case vVector:
 			b := m.data[v.off : v.off+v.n]
@@ -141,8 +140,22 @@ func buildBatches(partition, collection, token string, seq *seqCounter, items []
 			Collection:            collection,
 			Mutations:             make([]*apiv1.Mutation, 0, end-start),
 		}
+		// One immutable copy of every byte of the batch: the protos slice it.
+		total := 0
 		for i := start; i < end; i++ {
-			b.Mutations = append(b.Mutations, alloc.toProto(&items[i].Value, first+uint64(i-start)))
+			total += len(items[i].Value.data)
+		}
+		buf := make([]byte, 0, total)
+		for i := start; i < end; i++ {
+			buf = append(buf, items[i].Value.data...)
+		}
+		all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+		off := 0
+		for i := start; i < end; i++ {
+			m := &items[i].Value
+			n := len(m.data)
+			b.Mutations = append(b.Mutations, alloc.toProto(m, first+uint64(i-start), all[off:off+n], buf[off:off+n:off+n]))
+			off += n
 		}
 		out = append(out, b)
 		start = end

@@ -117,7 +117,7 @@ func TestN17ValueLowering(t *testing.T) {
 		require.NoError(t, err, c.ft.String())
 		m := Mutation{Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, shape: &shape{fields: []fieldSpec{f}}, vals: []ownedVal{v}, data: rc.scratch, pkOff: uint32(len(rc.scratch))}
 		var a protoAlloc
-		got := a.toProto(&m, 1).GetFields()["x"]
+		got := a.toProto(&m, 1, string(m.data), append([]byte(nil), m.data...)).GetFields()["x"]
 		require.Equal(t, c.want.String(), got.String(), c.ft.String())
 	}
 	var rc rowCopier
