@@ -40,7 +40,9 @@ type Client struct {
 	stores map[uint64]string
 }
 
-// Open connects to PD. It fails when no endpoint answers within ctx.
+// Open connects to PD. ctx bounds only the connection attempt: the PD
+// client lives until Close (the real client ties its background loops,
+// such as the TSO dispatcher, to the context it is created with).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, fmt.Errorf("pd: no endpoints given")
@@ -48,10 +50,35 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	cli, err := pdclient.NewClientWithContext(ctx, caller.Component("sfemu-minicdc"), cfg.Endpoints, pdclient.SecurityOption{},
-		opt.WithCustomTimeoutOption(cfg.Timeout))
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, err)
+	}
+	type result struct {
+		cli pdclient.Client
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		cli, err := pdclient.NewClientWithContext(context.Background(), caller.Component("sfemu-minicdc"), cfg.Endpoints,
+			pdclient.SecurityOption{}, opt.WithCustomTimeoutOption(cfg.Timeout))
+		ch <- result{cli, err}
+	}()
+	var cli pdclient.Client
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, r.err)
+		}
+		cli = r.cli
+	case <-ctx.Done():
+		// The attempt ends on its own (the client has its own timeouts);
+		// close what it yields.
+		go func() {
+			if r := <-ch; r.cli != nil {
+				r.cli.Close()
+			}
+		}()
+		return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, ctx.Err())
 	}
 	return Wrap(ctx, cli, cfg.Timeout), nil
 }
