@@ -121,75 +121,101 @@ func decodeComparableFloat(u uint64) float64 {
 }
 
 func decodeCellV2(b []byte, c *Column, off int) (value.Datum, error) {
+	var d value.Datum
+	err := decodeCellV2Into(&d, b, c, off)
+	return d, err
+}
+
+// decodeCellV2Into decodes a v2 cell straight into *dst (the full walk
+// writes each datum once, into the caller's slice). On error *dst is left
+// unchanged.
+func decodeCellV2Into(dst *value.Datum, b []byte, c *Column, off int) error {
 	switch c.cls {
 	case clsSigned, clsYear:
 		x, ok := compactSigned(b)
 		if !ok {
-			return value.Datum{}, cellErr(FormatV2, c, off, "integer cell of %d bytes (want 1, 2, 4 or 8)", len(b))
+			return cellErr(FormatV2, c, off, "integer cell of %d bytes (want 1, 2, 4 or 8)", len(b))
 		}
 		if c.cls == clsSigned && x >= c.min && x <= c.max {
-			return value.NewIntDatum(x), nil
+			*dst = value.NewIntDatum(x)
+			return nil
 		}
-		return signedDatum(FormatV2, c, off, x)
+		d, err := signedDatum(FormatV2, c, off, x)
+		return setDatum(dst, d, err)
 	case clsUnsigned:
 		x, ok := compactUnsigned(b)
 		if !ok {
-			return value.Datum{}, cellErr(FormatV2, c, off, "unsigned cell of %d bytes (want 1, 2, 4 or 8)", len(b))
+			return cellErr(FormatV2, c, off, "unsigned cell of %d bytes (want 1, 2, 4 or 8)", len(b))
 		}
 		if x <= c.umax {
-			return value.NewUintDatum(x), nil
+			*dst = value.NewUintDatum(x)
+			return nil
 		}
-		return unsignedDatum(FormatV2, c, off, x)
+		d, err := unsignedDatum(FormatV2, c, off, x)
+		return setDatum(dst, d, err)
 	case clsFloat64:
 		if len(b) != 8 {
-			return value.Datum{}, cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
+			return cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
 		}
 		f := decodeComparableFloat(binary.BigEndian.Uint64(b))
 		if math.Float64bits(f)>>52&0x7ff == 0x7ff { // NaN or ±Inf
-			return floatDatum(FormatV2, c, off, f)
+			d, err := floatDatum(FormatV2, c, off, f)
+			return setDatum(dst, d, err)
 		}
-		return value.NewFloat64Datum(f), nil
+		*dst = value.NewFloat64Datum(f)
+		return nil
 	case clsFloat32:
 		if len(b) != 8 {
-			return value.Datum{}, cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
+			return cellErr(FormatV2, c, off, "float cell of %d bytes (want 8)", len(b))
 		}
-		return floatDatum(FormatV2, c, off, decodeComparableFloat(binary.BigEndian.Uint64(b)))
+		d, err := floatDatum(FormatV2, c, off, decodeComparableFloat(binary.BigEndian.Uint64(b)))
+		return setDatum(dst, d, err)
 	case clsString:
-		return value.NewStringDatumBytes(b), nil
+		*dst = value.NewStringDatumBytes(b)
+		return nil
 	case clsBytes:
-		return value.NewBytesDatum(b), nil
+		*dst = value.NewBytesDatum(b)
+		return nil
 	case clsDecimal:
 		if len(b) < 2 {
-			return value.Datum{}, cellErr(FormatV2, c, off, "decimal cell of %d bytes is shorter than its precision/frac header", len(b))
+			return cellErr(FormatV2, c, off, "decimal cell of %d bytes is shorter than its precision/frac header", len(b))
 		}
 		if b[0] == c.decPrec && b[1] == c.decFrac && len(b)-2 == c.decSize && c.decSize > 0 {
-			return value.NewDecimalDatumBin(b[2:], int(b[0]), int(b[1])), nil
+			*dst = value.NewDecimalDatumBin(b[2:], int(b[0]), int(b[1]))
+			return nil
 		}
-		return decimalDatum(FormatV2, c, off, int(b[0]), int(b[1]), b[2:])
+		d, err := decimalDatum(FormatV2, c, off, int(b[0]), int(b[1]), b[2:])
+		return setDatum(dst, d, err)
 	case clsTime, clsEnum, clsSet, clsBit:
 		x, ok := compactUnsigned(b)
 		if !ok {
-			return value.Datum{}, cellErr(FormatV2, c, off, "%s cell of %d bytes (want 1, 2, 4 or 8)", typeName(c), len(b))
+			return cellErr(FormatV2, c, off, "%s cell of %d bytes (want 1, 2, 4 or 8)", typeName(c), len(b))
 		}
 		if c.cls == clsTime && validPackedTime(x) && (c.Tp != mysql.TypeDate || x&(1<<41-1) == 0) {
-			return value.NewTimeDatum(x, c.Tp, int(c.fsp)), nil
+			*dst = value.NewTimeDatum(x, c.Tp, int(c.fsp))
+			return nil
 		}
-		return uintKindDatum(FormatV2, c, off, x)
+		d, err := uintKindDatum(FormatV2, c, off, x)
+		return setDatum(dst, d, err)
 	case clsDuration:
 		x, ok := compactSigned(b)
 		if !ok {
-			return value.Datum{}, cellErr(FormatV2, c, off, "TIME cell of %d bytes (want 1, 2, 4 or 8)", len(b))
+			return cellErr(FormatV2, c, off, "TIME cell of %d bytes (want 1, 2, 4 or 8)", len(b))
 		}
 		if x <= value.MaxDurationNanos && x >= -value.MaxDurationNanos {
-			return value.NewDurationDatum(x, int(c.fsp)), nil
+			*dst = value.NewDurationDatum(x, int(c.fsp))
+			return nil
 		}
-		return durationDatum(FormatV2, c, off, x)
+		d, err := durationDatum(FormatV2, c, off, x)
+		return setDatum(dst, d, err)
 	case clsJSON:
-		return jsonDatum(FormatV2, c, off, b)
+		d, err := jsonDatum(FormatV2, c, off, b)
+		return setDatum(dst, d, err)
 	case clsVector:
-		return vectorDatum(FormatV2, c, off, b)
+		d, err := vectorDatum(FormatV2, c, off, b)
+		return setDatum(dst, d, err)
 	}
-	return value.Datum{}, cellErr(FormatV2, c, off, "cannot decode: %s", c.invalid)
+	return cellErr(FormatV2, c, off, "cannot decode: %s", c.invalid)
 }
 
 func signedDatum(f Format, c *Column, off int, x int64) (value.Datum, error) {
@@ -420,4 +446,13 @@ func validPackedTime(p uint64) bool {
 		return false
 	}
 	return p>>46 < 10000*13
+}
+
+// setDatum stores the result of a checked constructor.
+func setDatum(dst *value.Datum, d value.Datum, err error) error {
+	if err != nil {
+		return err
+	}
+	*dst = d
+	return nil
 }

@@ -68,11 +68,10 @@ func (v *RowView) decodeColumnsV2(cols []Column, slots []int, out []value.Datum,
 			if err != nil {
 				return err
 			}
-			d, err := decodeCellV2(cell, c, off)
-			if err != nil {
+			if err := decodeCellV2Into(&out[slot(slots, k)], cell, c, off); err != nil {
 				return err
 			}
-			out[slot(slots, k)], states[k] = d, CellValue
+			states[k] = CellValue
 			prevNN = id
 			i++
 			continue
@@ -169,11 +168,10 @@ func (v *RowView) decodeColumnsV2Small(cols []Column, slots []int, out []value.D
 				return colErr(FormatV2, c.ID, v.dataOff+start,
 					"cell spans data offsets [%d, %d) outside the %d-byte data area", start, end, len(data))
 			}
-			d, err := decodeCellV2(data[start:end], c, v.dataOff+start)
-			if err != nil {
+			if err := decodeCellV2Into(&out[slot(slots, k)], data[start:end], c, v.dataOff+start); err != nil {
 				return err
 			}
-			out[slot(slots, k)], states[k] = d, CellValue
+			states[k] = CellValue
 			i++
 			continue
 		}
