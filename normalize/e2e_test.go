@@ -276,3 +276,24 @@ func TestE2EContractRejectionIsFatal(t *testing.T) {
 	require.Equal(t, emulator.Reason("NON_MONOTONIC_SCHEMA"), emulator.ReasonOf(err))
 	require.False(t, errors.Is(err, ErrReorderOverflow))
 }
+
+// TestMounterDeleteWithoutOldValue: a delete whose PreRow is handle-only
+// (no old value) still yields the right key through the real mounter.
+func TestMounterDeleteWithoutOldValue(t *testing.T) {
+	ctx := context.Background()
+	sink := newFakeSink()
+	items := intPKTable(41, "items")
+	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: items}}}, sink)
+	require.NoError(t, err)
+	_, err = br.Open(ctx)
+	require.NoError(t, err)
+	f := &feeder{t: t, cb: br, m: mounter.New(mounter.Config{RequireOldValue: false})}
+	f.change(41, items, 110, 7, nil, vals("x", 1))
+	f.change(41, items, 111, 7, nil, nil) // delete, no old value
+	require.NoError(t, br.OnCheckpoint(ctx, minicdc.Checkpoint{TableResolvedTs: map[int64]uint64{41: 120}}))
+	ms := sink.mutationsOf("table:41")
+	require.Len(t, ms, 2)
+	require.Equal(t, apiv1.MutationKind_MUTATION_KIND_DELETE, ms[1].GetKind())
+	require.Equal(t, "7", ms[1].GetPrimaryKey())
+	require.Empty(t, sink.liveDocs("shop.items"))
+}
