@@ -104,7 +104,11 @@ func Open(dir string, opts Options) (*Emulator, error) {
 		return nil, err
 	}
 	e.db = db
-	if err := e.load(); err != nil {
+	// Index workers started while loading publish through mu.
+	e.mu.Lock()
+	err = e.load()
+	e.mu.Unlock()
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
