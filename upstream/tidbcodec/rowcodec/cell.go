@@ -31,7 +31,7 @@ func (v *RowView) Column(c *Column) (d value.Datum, found bool, err error) {
 				_, _, err := v.cellV2(i, c.ID)
 				return value.Datum{}, false, err
 			}
-			d, err = decodeCellV2(row[v.dataOff+start:v.dataOff+end], c, v.dataOff+start)
+			err = decodeCellV2Into(&d, row[v.dataOff+start:v.dataOff+end], c, v.dataOff+start)
 			return d, true, err
 		}
 		if v.nNull > 0 && searchSmall(row[headerSize+nn:headerSize+nn+v.nNull], byte(c.ID), 0) >= 0 {
