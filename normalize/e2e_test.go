@@ -297,3 +297,39 @@ func TestMounterDeleteWithoutOldValue(t *testing.T) {
 	require.Equal(t, "7", ms[1].GetPrimaryKey())
 	require.Empty(t, sink.liveDocs("shop.items"))
 }
+
+// TestMounterClusteredCompositeKey: a clustered (common handle) table with a
+// two-column key, through the real row codec and mounter (bulk decode).
+func TestMounterClusteredCompositeKey(t *testing.T) {
+	ctx := context.Background()
+	ti := &model.TableInfo{ID: 70, Name: ci("kv"), IsCommonHandle: true, CommonHandleVersion: 1, State: model.StatePublic, MaxColumnID: 3}
+	ti.Columns = []*model.ColumnInfo{
+		column(1, 0, colDef{name: "a", tp: mysql.TypeVarchar, flen: 20, flag: mysql.PriKeyFlag | mysql.NotNullFlag}),
+		column(2, 1, colDef{name: "b", tp: mysql.TypeLonglong, flag: mysql.PriKeyFlag | mysql.NotNullFlag}),
+		column(3, 2, colDef{name: "v", tp: mysql.TypeVarchar, flen: 200}),
+	}
+	ti.Indices = []*model.IndexInfo{{ID: 1, Name: ci("PRIMARY"), Primary: true, Unique: true, State: model.StatePublic,
+		Columns: []*model.IndexColumn{{Name: ci("a"), Offset: 0, Length: -1}, {Name: ci("b"), Offset: 1, Length: -1}}}}
+	sink := newFakeSink()
+	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 70, Database: "d", Info: ti}}}, sink)
+	require.NoError(t, err)
+	_, err = br.Open(ctx)
+	require.NoError(t, err)
+	m := mounter.New(mounter.Config{RequireOldValue: true})
+	h, err := tablecodec.CommonHandleFromDatums(value.NewStringDatum("x,y"), value.NewIntDatum(5))
+	require.NoError(t, err)
+	val, err := rowcodec.EncodeV2(nil, []int64{1, 2, 3}, []value.Datum{value.NewStringDatum("x,y"), value.NewIntDatum(5), value.NewStringDatum("hello")}, nil)
+	require.NoError(t, err)
+	e := kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: tablecodec.EncodeRecordKey(nil, 70, h), Value: val, StartTs: 109, CRTs: 110}
+	var rc mounter.RowChange
+	require.NoError(t, m.Decode(&e, ti, &rc))
+	require.NoError(t, br.OnRowChanged(ctx, minicdc.RowChanged{TableID: 70, CommitTs: 110, RowType: rc.RowType, Row: rc.Row, PreRow: rc.PreRow, RowKey: rc.RowKey, TableInfo: ti}))
+	require.NoError(t, br.OnCheckpoint(ctx, minicdc.Checkpoint{TableResolvedTs: map[int64]uint64{70: 120}}))
+	ms := sink.mutationsOf("table:70")
+	require.Len(t, ms, 1)
+	require.Equal(t, `x\,y,5`, ms[0].GetPrimaryKey())
+	require.Equal(t, "hello", ms[0].GetFields()["v"].GetStringValue())
+	want, err := apiv1.EncodePrimaryKey(sink.puts[0].GetDefinition(), ms[0].GetFields())
+	require.NoError(t, err)
+	require.Equal(t, want, ms[0].GetPrimaryKey())
+}
