@@ -287,6 +287,10 @@ func TestEventFeedV1(t *testing.T) {
 		require.Empty(t, rowsOf(evs, r.ID, 2))
 
 		mustExec(t, ss, "INSERT INTO t VALUES (2, 'b')")
+		fc.waitFor("v1 live row", func(evs []*cdcpb.ChangeDataEvent) bool {
+			rows := rowsOf(evs, r.ID, 1)
+			return countType(rows, cdcpb.Event_COMMIT)+countType(rows, cdcpb.Event_COMMITTED) >= 2
+		})
 		require.NoError(t, c.Advance(time.Second))
 		fc.waitFor("v1 resolved ts", func(evs []*cdcpb.ChangeDataEvent) bool {
 			for _, ev := range evs {

@@ -171,3 +171,63 @@ func TestClientGoResolvesAbandonedLocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, c.ScanLocks(nil, nil, ^uint64(0)))
 }
+
+// TestClientGoResolvesAsyncCommit: an abandoned async-commit txn is
+// decided from its secondaries (every key still locked means committed at
+// the max min_commit_ts), through KvCheckSecondaryLocks. (G38, G39, G41)
+func TestClientGoResolvesAsyncCommit(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 12, Stores: 3, LockTTLMs: 500})
+	_, tid := sqlTable(t, c, 4)
+	key := func(h int64) []byte { return tablecodec.EncodeIntRecordKey(nil, tid, h) }
+	// The secondary lives in another region led by another store.
+	_, _, err := c.SplitRaw(key(3))
+	require.NoError(t, err)
+	require.NoError(t, c.TransferLeader(c.LocateRaw(key(3)).ID, 2))
+	store := newKVStore(t, s)
+	ctx := testCtx(t)
+
+	a := c.Begin()
+	a.UseAsyncCommit()
+	a.Set(key(1), []byte("async-1"))
+	a.Set(key(3), []byte("async-3"))
+	require.NoError(t, a.Prewrite())
+	require.NoError(t, c.Advance(2*time.Second))
+	ts, err := store.CurrentTimestamp("global")
+	require.NoError(t, err)
+	got, err := store.GetSnapshot(ts).Get(ctx, key(3))
+	require.NoError(t, err)
+	require.Equal(t, []byte("async-3"), got.Value, "all keys locked: the txn counts as committed")
+	got, err = store.GetSnapshot(ts).Get(ctx, key(1))
+	require.NoError(t, err)
+	require.Equal(t, []byte("async-1"), got.Value)
+	require.Eventually(t, func() bool { return len(c.ScanLocks(nil, nil, ^uint64(0))) == 0 }, 5*time.Second, 10*time.Millisecond)
+	v, err := c.Get(ctx, key(1), c.Oracle().Next())
+	require.NoError(t, err)
+	require.Equal(t, []byte("async-1"), v)
+	require.Empty(t, s.Unimplemented())
+}
+
+// TestClientGoStoreDown: with the leader's store down, client-go's reads
+// fail over: the down store answers Unavailable, PD and the other peers
+// lead it to the new leader. (G13, G15, G30, G32)
+func TestClientGoStoreDown(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 13, Stores: 3})
+	_, tid := sqlTable(t, c, 3)
+	key := tablecodec.EncodeIntRecordKey(nil, tid, 2)
+	store := newKVStore(t, s)
+	ctx := testCtx(t)
+	ts, err := store.CurrentTimestamp("global")
+	require.NoError(t, err)
+	want, err := c.Get(ctx, key, ts)
+	require.NoError(t, err)
+	got, err := store.GetSnapshot(ts).Get(ctx, key) // caches leader = store 1
+	require.NoError(t, err)
+	require.Equal(t, want, got.Value)
+
+	require.Equal(t, uint64(1), c.LocateRaw(key).Leader)
+	require.NoError(t, c.StoreDown(1))
+	require.NotEqual(t, uint64(1), c.LocateRaw(key).Leader)
+	got, err = store.GetSnapshot(ts).Get(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, want, got.Value)
+}

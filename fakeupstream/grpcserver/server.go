@@ -84,11 +84,11 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	var err error
 	// Listen everywhere first: PD answers GetStore with the store
 	// addresses, so they must be known before anything is served.
-	if s.pdSrv, err = s.listen(); err != nil {
+	if s.pdSrv, err = s.listen(0); err != nil {
 		return nil, err
 	}
 	for _, st := range c.Stores() {
-		ep, err := s.listen()
+		ep, err := s.listen(st.ID)
 		if err != nil {
 			s.closeListeners()
 			return nil, err
@@ -109,16 +109,23 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	return s, nil
 }
 
-func (s *Servers) listen() (*grpcEndpoint, error) {
+// listen opens one endpoint; store 0 is PD (standard health service),
+// a store gets a health service that follows the topology.
+func (s *Servers) listen(store uint64) (*grpcEndpoint, error) {
 	lis, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("grpcserver: listen on %s: %w", s.cfg.Host, err)
 	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize),
 		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder))
-	h := health.NewServer()
-	healthpb.RegisterHealthServer(srv, h)
-	return &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String(), health: h}, nil
+	ep := &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String()}
+	if store == 0 {
+		ep.health = health.NewServer()
+		healthpb.RegisterHealthServer(srv, ep.health)
+	} else {
+		healthpb.RegisterHealthServer(srv, &storeHealth{s: s, storeID: store})
+	}
+	return ep, nil
 }
 
 func (s *Servers) serve(ep *grpcEndpoint) {
@@ -150,7 +157,9 @@ func (s *Servers) Close() {
 			eps = append(eps, ep)
 		}
 		for _, ep := range eps {
-			ep.health.Shutdown()
+			if ep.health != nil {
+				ep.health.Shutdown()
+			}
 			ep.srv.Stop()
 		}
 		s.wg.Wait()
