@@ -111,8 +111,12 @@ func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
 		if !ok {
 			return Errf(ReasonUnknownField, path+".fields."+name, "a field of "+s.Def.GetName(), name, "field is not in the definition")
 		}
-		if err := CheckValue(f, v, path+".fields."+name); err != nil {
-			return err
+		// The path is built only on error: this loop runs per field of
+		// every row.
+		if err := CheckValue(f, v, ""); err != nil {
+			ce := err.(*Error)
+			ce.Field = clean(path + ".fields." + name + ce.Field)
+			return ce
 		}
 	}
 	key, err := s.encodeKey(m.GetFields(), path)
