@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/sfemu/emulator"
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+)
+
+// BenchmarkE2E_InsertToSafeTs drives the whole in-process pipeline
+// (fakeupstream SQL -> CDC feed -> logpuller core -> minicdc -> mounter ->
+// normalize -> emulator document modality) with multi-row INSERTs and
+// reports rows/s from the first write until safe_ts covers the last one,
+// plus the commit -> safe_ts lag percentiles of the statements.
+func BenchmarkE2E_InsertToSafeTs(b *testing.B) {
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: 1, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ss := up.SQL.NewSession("")
+	for _, q := range []string{
+		"CREATE DATABASE bench",
+		"CREATE TABLE bench.items (id BIGINT PRIMARY KEY, title VARCHAR(100) NOT NULL, price INT, stock INT)",
+	} {
+		if _, err := ss.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dir := b.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer emu.Close()
+	tables := []TableRef{{"bench", "items"}}
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tables})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+
+	// The watcher samples safe_ts and stamps when each commit is covered.
+	type stmt struct {
+		commit uint64
+		docAt  time.Time // document modality applied_ts >= commit
+		safeAt time.Time // safe_ts >= commit (every modality, incl. text)
+	}
+	var mu sync.Mutex
+	var stmts []*stmt
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		nextDoc, nextSafe := 0, 0
+		for {
+			st, err := emu.GetCollection(ctx, &apiv1.GetCollectionRequest{Name: "bench.items"})
+			now := time.Now()
+			if err == nil {
+				var doc uint64
+				for _, m := range st.GetModalities() {
+					if m.GetModality() == apiv1.Modality_MODALITY_DOCUMENT {
+						doc = m.GetAppliedTs()
+					}
+				}
+				mu.Lock()
+				for nextDoc < len(stmts) && stmts[nextDoc].commit <= doc {
+					stmts[nextDoc].docAt = now
+					nextDoc++
+				}
+				for nextSafe < len(stmts) && stmts[nextSafe].commit <= st.GetSafeTs() {
+					stmts[nextSafe].safeAt = now
+					nextSafe++
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+
+	const perStmt = 256
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sb strings.Builder
+	id := 0
+	rows := 0
+	var last uint64
+	for rows < b.N {
+		sb.Reset()
+		sb.WriteString("INSERT INTO bench.items VALUES ")
+		for i := 0; i < perStmt; i++ {
+			id++
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, "(%d, 'item number %d', %d, %d)", id, id, id%1000, id%50)
+		}
+		res, err := ss.Exec(ctx, sb.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		stmts = append(stmts, &stmt{commit: res.CommitTs})
+		mu.Unlock()
+		last = res.CommitTs
+		rows += perStmt
+	}
+	start := time.Now().Add(-b.Elapsed())
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "write_rows/s")
+	// Wait for the document modality to cover the last statement (the
+	// rows/s figure), then for safe_ts (the text modality indexes
+	// asynchronously and usually trails).
+	var docDone, safeDone time.Time
+	deadline := time.Now().Add(120 * time.Second)
+	for docDone.IsZero() || safeDone.IsZero() {
+		mu.Lock()
+		lastStmt := stmts[len(stmts)-1]
+		docDone, safeDone = lastStmt.docAt, lastStmt.safeAt
+		mu.Unlock()
+		if time.Now().After(deadline) {
+			b.Fatalf("last commit %d not covered in time (runtime: %v)", last, a.RT.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	close(stop)
+	<-watched
+	b.ReportMetric(float64(rows)/docDone.Sub(start).Seconds(), "rows/s")
+	b.ReportMetric(float64(rows)/safeDone.Sub(start).Seconds(), "rows/s_safe")
+	pct := func(at func(*stmt) time.Time, name string) {
+		var lags []time.Duration
+		mu.Lock()
+		for _, s := range stmts {
+			lags = append(lags, at(s).Sub(time.UnixMilli(int64(s.commit>>18))))
+		}
+		mu.Unlock()
+		sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+		b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, name+"_p50_ms")
+		b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds())/1000, name+"_p99_ms")
+	}
+	pct(func(s *stmt) time.Time { return s.docAt }, "doc_lag")
+	pct(func(s *stmt) time.Time { return s.safeAt }, "safe_lag")
+}
