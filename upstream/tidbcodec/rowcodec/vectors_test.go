@@ -156,3 +156,41 @@ func TestVectors(t *testing.T) {
 		t.Fatalf("expected 4 row vectors, found %d", n)
 	}
 }
+
+// Rule R1 (restore data): the restore blob inside a real server's unique
+// index value is an ordinary v2 row keyed by column id.
+func TestServerIndexRestoreData(t *testing.T) {
+	found := false
+	for _, r := range golden.OfKind(t, "golden/tidb-server-capture.jsonl", "server_index_kv") {
+		var rec struct {
+			Name     string `json:"name"`
+			ValueHex string `json:"value_hex"`
+			Varchar  string `json:"c_varchar"`
+		}
+		r.Decode(t, &rec)
+		val := unhex(t, rec.ValueHex)
+		if len(val) < 10 { // old layout: no restore data
+			continue
+		}
+		tail := int(val[0])
+		blob := val[1 : len(val)-tail]
+		if !IsV2(blob) {
+			t.Fatalf("%s: restore data %x is not a v2 row", rec.Name, blob)
+		}
+		var v RowView
+		if err := v.Reset(blob); err != nil {
+			t.Fatalf("%s: %v", rec.Name, err)
+		}
+		ft := types.NewFieldType(mysql.TypeVarchar)
+		ft.SetCharset("utf8mb4")
+		c := NewColumn(8, ft) // c_varchar of t_renamed
+		d, ok, err := v.Column(&c)
+		if err != nil || !ok || d.String() != rec.Varchar {
+			t.Fatalf("%s: restore data column 8 = %v (found %v, err %v), want %q", rec.Name, d, ok, err, rec.Varchar)
+		}
+		found = true
+	}
+	if !found {
+		t.Fatal("no index value with restore data in the capture")
+	}
+}
