@@ -20,16 +20,21 @@ import (
 // cluster to a raw EventFeedV2 client over loopback gRPC: each op commits
 // one 1PC transaction of txnRows rows and waits until all of its COMMITTED
 // rows have been received.
+//
+// wake=true calls Servers.Wake after each commit (write-to-wire cost);
+// wake=false leaves it to the stream's poll (default 2 ms interval).
 func BenchmarkEventFeedLoopback(b *testing.B) {
-	for _, txnRows := range []int{1, 256} {
-		b.Run(fmt.Sprintf("txn=%d", txnRows), func(b *testing.B) { benchEventFeed(b, txnRows) })
+	for _, wake := range []bool{false, true} {
+		for _, txnRows := range []int{1, 256} {
+			b.Run(fmt.Sprintf("wake=%v/txn=%d", wake, txnRows), func(b *testing.B) { benchEventFeed(b, txnRows, wake) })
+		}
 	}
 }
 
-func benchEventFeed(b *testing.B, txnRows int) {
+func benchEventFeed(b *testing.B, txnRows int, wake bool) {
 	c, err := fakeupstream.New(fakeupstream.Config{Seed: 1, Stores: 1})
 	require.NoError(b, err)
-	s, err := Start(c, Config{PollInterval: 500 * time.Microsecond})
+	s, err := Start(c, Config{})
 	require.NoError(b, err)
 	defer s.Close()
 	const tid = 100
@@ -76,6 +81,9 @@ func benchEventFeed(b *testing.B, txnRows int) {
 		}
 		if _, err := txn.Commit1PC(); err != nil {
 			b.Fatal(err)
+		}
+		if wake {
+			s.Wake()
 		}
 		recvRows(txnRows)
 	}

@@ -156,6 +156,9 @@ func (c *cdcServer) serve(stream feedStream, ctx interface {
 	timer := time.NewTimer(c.s.cfg.PollInterval)
 	defer timer.Stop()
 	for {
+		// Take the wake channel before stepping, so a Wake that comes
+		// while this round runs is not lost.
+		woken := c.s.wakeup()
 		c.s.c.DeliverAll()
 		c.s.c.Tick()
 		cn.mu.Lock()
@@ -184,6 +187,10 @@ func (c *cdcServer) serve(stream feedStream, ctx interface {
 				<-timer.C
 			}
 		case <-timer.C:
+		case <-woken:
+			if !timer.Stop() {
+				<-timer.C
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.s.done:

@@ -61,6 +61,9 @@ type Servers struct {
 	pdSrv  *grpcEndpoint
 	stores map[uint64]*grpcEndpoint
 
+	wakeMu sync.Mutex
+	wakeCh chan struct{}
+
 	unimplMu sync.Mutex
 	unimpl   map[string]int
 
@@ -80,7 +83,8 @@ type grpcEndpoint struct {
 // the cluster, and serves until Close. (G1)
 func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	cfg.fill()
-	s := &Servers{c: c, cfg: cfg, stores: map[uint64]*grpcEndpoint{}, done: make(chan struct{}), unimpl: map[string]int{}}
+	s := &Servers{c: c, cfg: cfg, stores: map[uint64]*grpcEndpoint{}, done: make(chan struct{}), unimpl: map[string]int{},
+		wakeCh: make(chan struct{})}
 	var err error
 	// Listen everywhere first: PD answers GetStore with the store
 	// addresses, so they must be known before anything is served.
@@ -236,4 +240,22 @@ func (s *Servers) Unimplemented() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Wake makes every change-data stream step the feed now instead of at its
+// next poll. Writers that want the lowest write-to-wire latency (the
+// embedded driver, benchmarks) call it after a commit; without it a change
+// waits at most Config.PollInterval. (G58)
+func (s *Servers) Wake() {
+	s.wakeMu.Lock()
+	close(s.wakeCh)
+	s.wakeCh = make(chan struct{})
+	s.wakeMu.Unlock()
+}
+
+// wakeup returns the channel the next Wake closes.
+func (s *Servers) wakeup() <-chan struct{} {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	return s.wakeCh
 }
