@@ -13,6 +13,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
 
 func seedFor(t *testing.T) int64 {
@@ -110,8 +111,9 @@ func (w *workload) step(t *testing.T, ctx context.Context) {
 // TestE2E_CollectionsEqualUpstreamSnapshot runs the whole pipeline
 // (fakeupstream -> minicdc -> normalize -> emulator) through a seeded
 // workload with DDL mid-stream (add column, drop column) and multi-table
-// transactions over a partitioned table, then checks every collection
-// against the upstream read by snapshot at a final ts.
+// transactions over a partitioned table split into many regions (rows of
+// one transaction arrive from several regions, interleaved), then checks
+// every collection against the upstream read by snapshot at a final ts.
 func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 	seed := seedFor(t)
 	ctx := context.Background()
@@ -133,6 +135,9 @@ func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 	}
 	defer a.Close()
 
+	// Several regions per table, so one transaction's rows come from
+	// several regions, interleaved out of commit order by the feed.
+	splitTables(t, up)
 	w := &workload{rng: rand.New(rand.NewSource(seed)), ss: ss}
 	for i := 0; i < 400; i++ {
 		switch i {
@@ -278,5 +283,27 @@ func TestE2E_RestartResumesWithNewEpoch(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// splitTables splits every physical table of the shop schema into regions
+// at a few handles.
+func splitTables(t *testing.T, up *Upstream) {
+	t.Helper()
+	for _, ref := range e2eTables {
+		ti, _, err := up.SQL.TableInfo(ref.DB, ref.Table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, phys := range ti.PhysicalIDs() {
+			for _, h := range []int64{20, 60, 120} {
+				if _, _, err := up.Cluster.SplitRaw(tablecodec.EncodeIntRecordKey(nil, phys, h)); err != nil {
+					t.Fatalf("split %s at %d: %v", ref, h, err)
+				}
+			}
+		}
+	}
+	if n := len(up.Cluster.Regions()); n < 10 {
+		t.Fatalf("only %d regions after splits", n)
 	}
 }
