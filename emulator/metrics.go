@@ -71,12 +71,13 @@ var (
 	descSafe       = prometheus.NewDesc("sfemu_collection_safe_ts", "safe_ts per collection (E52); 0 while undefined.", []string{"collection"}, nil)
 	descSafeLag    = prometheus.NewDesc("sfemu_collection_safe_lag_seconds", "Clock minus the physical time of safe_ts.", []string{"collection"}, nil)
 	descDocs       = prometheus.NewDesc("sfemu_collection_documents", "Live documents per collection.", []string{"collection"}, nil)
+	descFailed     = prometheus.NewDesc("sfemu_modality_failed", "1 when an asynchronous modality stopped on an index error (its applied_ts no longer advances, E51a).", []string{"collection", "modality"}, nil)
 )
 
 type watermarkCollector struct{ e *Emulator }
 
 func (w *watermarkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs} {
+	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs, descFailed} {
 		ch <- d
 	}
 }
@@ -107,5 +108,15 @@ func (w *watermarkCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSafe, prometheus.GaugeValue, float64(s), name)
 		ch <- prometheus.MustNewConstMetric(descSafeLag, prometheus.GaugeValue, lag(s), name)
 		ch <- prometheus.MustNewConstMetric(descDocs, prometheus.GaugeValue, float64(c.docs.Live()), name)
+		for _, w := range []*asyncIndex{c.textW, c.vecW} {
+			if w == nil {
+				continue
+			}
+			failed := 0.0
+			if w.lastErr() != nil {
+				failed = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, failed, name, w.modality)
+		}
 	}
 }

@@ -42,6 +42,7 @@ func TestStorageFailureE92(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	clk := newFakeClock()
 	e := openMem(t, Options{Clock: clk})
+	mustCreate(t, e, itemsDef("items"), 10)
 	tok := mustCreate(t, e, docDef("docs"), 10).GetSchemaGenerationToken()
 	mustIngest(t, e, mb("table:200", 1, tok, docUpsert(1, 20, 1, "a"), docUpsert(2, 21, 2, "b")))
 	_, _ = e.Ingest(bg, mb("table:200", 1, tok, docUpsert(9, 22, 3, "c")))
@@ -67,7 +68,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	joined := strings.Join(names, ",")
-	for _, want := range []string{"sfemu_ingest_mutations_total", "sfemu_ingest_batch_seconds", "sfemu_rejections_total", "sfemu_collection_applied_ts", "sfemu_collection_safe_ts", "sfemu_collection_applied_lag_seconds"} {
+	for _, want := range []string{"sfemu_modality_failed", "sfemu_ingest_mutations_total", "sfemu_ingest_batch_seconds", "sfemu_rejections_total", "sfemu_collection_applied_ts", "sfemu_collection_safe_ts", "sfemu_collection_applied_lag_seconds"} {
 		if !strings.Contains(joined, want) {
 			t.Fatalf("metric %s missing from %s", want, joined)
 		}
@@ -129,4 +130,50 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// E51a: an index that fails stops its modality: applied_ts and safe_ts stay
+// put (never advanced over unindexed rows) and the failure is visible.
+func TestFailedModalityStallsE51a(t *testing.T) {
+	e := openMem(t, Options{})
+	tok := mustCreate(t, e, itemsDef("items"), 10).GetSchemaGenerationToken()
+	seedItems(t, e, tok)
+	e.mu.RLock()
+	c := e.colls["items"]
+	e.mu.RUnlock()
+	if err := c.textIdx.Close(); err != nil { // every later Apply fails
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // bleve panics on a second Close
+		e.mu.Lock()
+		c.textIdx = nil
+		e.mu.Unlock()
+	})
+	mustIngest(t, e, mb("table:100", 1, tok, itemUpsert(4, 40, 4, "new", "x", 1, []float32{1, 1, 1})))
+	mustAdvance(t, e, "table:100", 1, 50)
+	e.WaitIndexed()
+	st := status(t, e, "items")
+	if st.GetSafeTs() != 30 {
+		t.Fatalf("safe_ts %d advanced over a failed text modality", st.GetSafeTs())
+	}
+	if c.textW.lastErr() == nil {
+		t.Fatal("failure not recorded")
+	}
+	mfs, _ := e.Registry().Gather()
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "sfemu_modality_failed" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "modality" && l.GetValue() == "text" && m.GetGauge().GetValue() == 1 {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("sfemu_modality_failed{modality=text} != 1")
+	}
 }
