@@ -4,6 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingcap/kvproto/pkg/pdpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
 	"github.com/stretchr/testify/require"
 	"github.com/tikv/pd/client/clients/router"
 
@@ -142,9 +148,45 @@ func TestPDServiceGCSafePoints(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(200), sp)
 
+	// GC states API (what client-go's KVStore reads). (G26)
+	st, err := cli.GetGCStatesClient(0).GetGCState(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(200), st.TxnSafePoint)
+	require.Equal(t, uint64(200), st.GCSafePoint)
+	require.Len(t, st.GCBarriers, 1, "only cdc: late was refused, other removed")
+	require.Equal(t, "cdc", st.GCBarriers[0].BarrierID)
+	require.Equal(t, uint64(200), st.GCBarriers[0].BarrierTS)
+
 	// TTL runs on the cluster clock: after 61 s the cdc entry lapses.
 	require.NoError(t, c.Advance(61*time.Second))
 	sp, err = cli.UpdateGCSafePoint(ctx, 1000)
 	require.NoError(t, err)
 	require.Equal(t, uint64(1000), sp)
+}
+
+// TestPDClusterIDHeader: a request of another cluster is refused. (G10)
+func TestPDClusterIDHeader(t *testing.T) {
+	_, s := startCluster(t, fakeupstream.Config{Seed: 1})
+	cc, err := grpc.NewClient(s.PDAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	cli := pdpb.NewPDClient(cc)
+	ctx := testCtx(t)
+	_, err = cli.GetRegion(ctx, &pdpb.GetRegionRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID() + 1}})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
+	resp, err := cli.GetRegion(ctx, &pdpb.GetRegionRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, RegionKey: []byte("x")})
+	require.NoError(t, err)
+	require.Equal(t, s.ClusterID(), resp.Header.ClusterId)
+	require.NotNil(t, resp.Region)
+
+	ts, err := cli.Tso(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 5}))
+	r, err := ts.Recv()
+	require.NoError(t, err)
+	require.Equal(t, uint32(5), r.Count)
+	require.GreaterOrEqual(t, r.Timestamp.Logical, int64(4), "G12: the last of 5 consecutive logicals")
+	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 0}))
+	_, err = ts.Recv()
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
 }
