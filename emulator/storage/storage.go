@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -21,6 +22,9 @@ import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/docstore"
 )
+
+// lockTimeout bounds the wait for bbolt's file lock.
+var lockTimeout = 2 * time.Second
 
 // FileName is the bbolt file inside the data directory.
 const FileName = "emulator.db"
@@ -53,8 +57,13 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("storage: create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	// Timeout: a second process holding the file lock fails Open instead
+	// of blocking it forever.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout})
 	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("storage: open %s: file is locked by another emulator (waited %s): %w", path, lockTimeout, err)
+		}
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {

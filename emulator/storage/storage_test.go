@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -115,5 +117,21 @@ func TestEncodeEntryInvalidUTF8(t *testing.T) {
 	_, err := EncodeEntry(nil, &docstore.Entry{Version: 1, Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_StringValue{StringValue: "\xff"}}}})
 	if err == nil {
 		t.Fatal("invalid UTF-8 encoded")
+	}
+}
+
+// A second open of a locked store fails instead of blocking.
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	old := lockTimeout
+	lockTimeout = 50 * time.Millisecond
+	defer func() { lockTimeout = old }()
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("second open: %v", err)
 	}
 }
