@@ -148,7 +148,7 @@ type serverStream interface {
 func (s *dblStore) serve(stream serverStream, mux, v1 bool) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	st := &dblStream{store: s, mux: mux, v1: v1, out: make(chan *cdcpb.ChangeDataEvent, 4096), cancel: cancel}
+	st := &dblStream{store: s, mux: mux, v1: v1, out: make(chan *cdcpb.ChangeDataEvent, 1<<16), cancel: cancel}
 	s.c.mu.Lock()
 	s.c.streams[st] = true
 	s.c.mu.Unlock()
@@ -266,8 +266,14 @@ func (c *dblCluster) handle(st *dblStream, req *cdcpb.ChangeDataRequest) {
 	}
 	rows = append(rows, &cdcpb.Event_Row{Type: cdcpb.Event_INITIALIZED})
 	reg.inited = true
-	st.out <- &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{{RegionId: r.id, RequestId: req.RequestId,
-		Event: &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows}}}}}
+	// Scan output in messages of up to scanChunk rows, as TiKV batches it.
+	const scanChunk = 512
+	for len(rows) > 0 {
+		n := min(len(rows), scanChunk)
+		st.out <- &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{{RegionId: r.id, RequestId: req.RequestId,
+			Event: &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows[:n]}}}}}
+		rows = rows[n:]
+	}
 }
 
 func (r *dblReg) covers(raw []byte) bool {
@@ -452,4 +458,56 @@ func (l *dblLocator) Invalidate(r RegionInfo) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.invalidated = append(l.invalidated, r.ID)
+}
+
+// commitMany writes n rows (handles from..from+n-1 of table) as one
+// transaction and streams them to covering registrations in messages of
+// up to 256 rows (PREWRITE + COMMIT pairs).
+func (c *dblCluster) commitMany(table, from int64, n int, value []byte, startTs, commitTs uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = rawKey(table, from+int64(i))
+		c.rows = append(c.rows, dblRow{key: keys[i], value: value, startTs: startTs, commitTs: commitTs})
+	}
+	for _, reg := range c.regs {
+		var rows []*cdcpb.Event_Row
+		flush := func() {
+			if len(rows) == 0 {
+				return
+			}
+			reg.st.out <- &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{{RegionId: reg.regionID, RequestId: reg.reqID,
+				Event: &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows}}}}}
+			rows = nil
+		}
+		for _, k := range keys {
+			if !reg.covers(k) {
+				continue
+			}
+			rows = append(rows,
+				&cdcpb.Event_Row{StartTs: startTs, Type: cdcpb.Event_PREWRITE, OpType: cdcpb.Event_Row_PUT, Key: k, Value: value},
+				&cdcpb.Event_Row{StartTs: startTs, CommitTs: commitTs, Type: cdcpb.Event_COMMIT, OpType: cdcpb.Event_Row_PUT, Key: k})
+			if len(rows) >= 512 {
+				flush()
+			}
+		}
+		flush()
+	}
+}
+
+// splitMany cuts the single initial region into n regions at handles of
+// table (for subscription benchmarks).
+func (c *dblCluster) splitMany(table int64, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.regions[0]
+	c.regions = c.regions[:0]
+	prev := r.start
+	for i := 1; i < n; i++ {
+		at := codec.EncodeBytes(nil, rawKey(table, int64(i)*1000))
+		c.regions = append(c.regions, &dblRegion{id: uint64(100 + i), start: prev, end: at, version: 2, leader: r.leader})
+		prev = at
+	}
+	c.regions = append(c.regions, &dblRegion{id: uint64(100 + n), start: prev, end: r.end, version: 2, leader: r.leader})
 }
