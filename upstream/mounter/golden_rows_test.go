@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,70 @@ func TestGoldenRowsThroughMounter(t *testing.T) {
 	}
 	if checked < 45 {
 		t.Fatalf("only %d golden row variants checked", checked)
+	}
+}
+
+// Rule MT16: with VerifyChecksum, TiDB's checksummed rows (int and common
+// handles) pass and a flipped bit in the row, the tail or the key fails.
+func TestGoldenChecksumVerify(t *testing.T) {
+	tables := map[string]*model.TableInfo{}
+	for _, r := range golden.OfKind(t, goldenFile, "model_table_info") {
+		var rec struct {
+			JSON json.RawMessage `json:"json"`
+		}
+		r.Decode(t, &rec)
+		ti, err := model.ParseTableInfo(rec.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables[r.Name] = ti
+	}
+	m := New(Config{VerifyChecksum: true})
+	n := 0
+	for _, r := range golden.OfKind(t, goldenFile, "row") {
+		var g struct {
+			Name   string `json:"name"`
+			Table  string `json:"table"`
+			KeyHex string `json:"key_hex"`
+			V2Sum  string `json:"value_v2_checksum_hex"`
+		}
+		r.Decode(t, &g)
+		ti := tables[g.Table]
+		if ti == nil {
+			continue
+		}
+		key, val := unhex(t, g.KeyHex), unhex(t, g.V2Sum)
+		var rc RowChange
+		for _, e := range []*kvevent.RawKVEntry{
+			{OpType: kvevent.OpTypePut, Key: key, Value: val},
+			{OpType: kvevent.OpTypePut, Key: key, Value: val, OldValue: val},
+			{OpType: kvevent.OpTypeDelete, Key: key, OldValue: val},
+		} {
+			if err := m.Decode(e, ti, &rc); err != nil {
+				t.Fatalf("%s: %v", g.Name, err)
+			}
+		}
+		bad := append([]byte(nil), val...)
+		bad[len(bad)-1] ^= 1
+		if err := m.Decode(&kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: key, Value: bad}, ti, &rc); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+			t.Fatalf("%s: corrupt tail: %v", g.Name, err)
+		}
+		if err := m.Decode(&kvevent.RawKVEntry{OpType: kvevent.OpTypeDelete, Key: key, OldValue: bad}, ti, &rc); err == nil {
+			t.Fatalf("%s: corrupt old value accepted", g.Name)
+		}
+		// Same bytes under another handle of the same table.
+		other := append([]byte(nil), key...)
+		other[len(other)-1] ^= 1
+		if err := m.Decode(&kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: other, Value: val}, ti, &rc); err == nil {
+			t.Fatalf("%s: row verified under another key", g.Name)
+		}
+		// Without the option the tail is not checked.
+		if err := New(Config{}).Decode(&kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: key, Value: bad}, ti, &rc); err != nil {
+			t.Fatalf("%s: unverified decode: %v", g.Name, err)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d checksummed rows", n)
 	}
 }

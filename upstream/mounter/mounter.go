@@ -1,6 +1,7 @@
 package mounter
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -37,6 +38,10 @@ type Config struct {
 	// (ExtraOp_ReadOldValue). See specs/mounter.md rule MT5 for what the
 	// mounter can and cannot check with it.
 	RequireOldValue bool
+	// VerifyChecksum checks the checksum tail of row values that carry one
+	// (TiDB 8.3+ with row checksums enabled) against the key, and fails the
+	// entry on a mismatch (rule MT16).
+	VerifyChecksum bool
 }
 
 // Errors callers may test for with errors.Is.
@@ -193,9 +198,15 @@ func (m *Mounter) decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *Ro
 		if err := m.row.reset(entry.Value, false); err != nil {
 			return &EntryError{Key: entry.Key, Reason: "new value", Err: err}
 		}
+		if err := m.verify(&m.row, rawKey); err != nil {
+			return &EntryError{Key: entry.Key, Reason: "new value", Err: err}
+		}
 		out.Row = Row{img: &m.row, gen: m.gen}
 		if len(entry.OldValue) > 0 {
 			if err := m.pre.reset(entry.OldValue, false); err != nil {
+				return &EntryError{Key: entry.Key, Reason: "old value", Err: err}
+			}
+			if err := m.verify(&m.pre, rawKey); err != nil {
 				return &EntryError{Key: entry.Key, Reason: "old value", Err: err}
 			}
 			out.RowType = RowTypeUpdate
@@ -209,6 +220,9 @@ func (m *Mounter) decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *Ro
 			if err := m.pre.reset(entry.OldValue, false); err != nil {
 				return &EntryError{Key: entry.Key, Reason: "old value", Err: err}
 			}
+			if err := m.verify(&m.pre, rawKey); err != nil {
+				return &EntryError{Key: entry.Key, Reason: "old value", Err: err}
+			}
 		} else {
 			m.pre.reset(nil, true)
 			out.HandleOnly = true
@@ -219,6 +233,31 @@ func (m *Mounter) decode(entry *kvevent.RawKVEntry, ti *model.TableInfo, out *Ro
 	}
 	out.TableID = tableID
 	out.RowKey = m.ownedKey(entry.Key)
+	return nil
+}
+
+// verify checks an image's checksum tail when asked to: version 2 covers
+// the encoded handle, version 1 the record key (without keyspace prefix);
+// version 0 tails (computed over column values) are not checked.
+func (m *Mounter) verify(img *image, rawKey []byte) error {
+	if !m.cfg.VerifyChecksum {
+		return nil
+	}
+	ct, ok := img.view.Checksum()
+	if !ok {
+		return nil
+	}
+	switch ct.Version {
+	case 1:
+		return img.view.VerifyChecksum(rawKey)
+	case 2:
+		if m.handle.IsInt() {
+			var b [8]byte
+			binary.BigEndian.PutUint64(b[:], uint64(m.handle.IntValue())^(1<<63))
+			return img.view.VerifyChecksum(b[:])
+		}
+		return img.view.VerifyChecksum(m.handle.Encoded())
+	}
 	return nil
 }
 
