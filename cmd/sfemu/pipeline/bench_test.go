@@ -40,7 +40,7 @@ func BenchmarkE2E_InsertToSafeTs(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer emu.Close()
-	tables := []TableRef{{"bench", "items"}}
+	tables := []TableRef{{DB: "bench", Table: "items"}}
 	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tables})
 	if err != nil {
 		b.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
-	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
@@ -35,7 +34,7 @@ func (d Diff) String() string {
 func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts uint64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, ref := range tables {
-		name := normalize.DefaultCollectionName(ref.DB, ref.Table)
+		name := ref.CollectionName()
 		for {
 			st, err := emu.GetCollection(ctx, &apiv1.GetCollectionRequest{Name: name})
 			if err == nil && st.GetSafeTs() >= ts {
@@ -80,7 +79,7 @@ func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator,
 		if idOff < 0 {
 			return nil, fmt.Errorf("pipeline: table %s has no id column", ref)
 		}
-		docs, err := scanAll(ctx, emu, normalize.DefaultCollectionName(ref.DB, snap.Table.Name.L))
+		docs, err := scanAll(ctx, emu, ref.CollectionName())
 		if err != nil {
 			return nil, err
 		}

@@ -65,9 +65,21 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 // TableRef names an upstream table.
 type TableRef struct {
 	DB, Table string
+	// Collection overrides the collection the table is mirrored into
+	// (default normalize.DefaultCollectionName(DB, Table)); a renamed
+	// table keeps the collection it was mirrored into under its old name.
+	Collection string
 }
 
 func (t TableRef) String() string { return t.DB + "." + t.Table }
+
+// CollectionName is the collection the table is mirrored into.
+func (t TableRef) CollectionName() string {
+	if t.Collection != "" {
+		return t.Collection
+	}
+	return normalize.DefaultCollectionName(t.DB, t.Table)
+}
 
 // AdapterConfig configures StartAdapter.
 type AdapterConfig struct {

@@ -33,7 +33,7 @@ func seedFor(t *testing.T) int64 {
 	return seed
 }
 
-var e2eTables = []TableRef{{"shop", "products"}, {"shop", "events"}}
+var e2eTables = []TableRef{{DB: "shop", Table: "products"}, {DB: "shop", Table: "events"}}
 
 func setupShop(t *testing.T, ctx context.Context, ss *sqlfront.Session) {
 	t.Helper()
@@ -57,6 +57,7 @@ type workload struct {
 	nextID int64
 	nextEv int64
 	hasTag bool
+	events string // the events table's current name
 }
 
 func (w *workload) exec(t *testing.T, ctx context.Context, q string) {
@@ -64,6 +65,13 @@ func (w *workload) exec(t *testing.T, ctx context.Context, q string) {
 	if _, err := w.ss.Exec(ctx, q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+func (w *workload) eventsTable() string {
+	if w.events == "" {
+		return "events"
+	}
+	return w.events
 }
 
 func (w *workload) insert() string {
@@ -95,7 +103,7 @@ func (w *workload) step(t *testing.T, ctx context.Context) {
 		w.exec(t, ctx, w.insert())
 		for i := 0; i < 3; i++ {
 			w.nextEv++
-			w.exec(t, ctx, fmt.Sprintf("INSERT INTO shop.events VALUES (%d, %d, 'view')", w.nextEv, w.nextID))
+			w.exec(t, ctx, fmt.Sprintf("INSERT INTO shop.%s VALUES (%d, %d, 'view')", w.eventsTable(), w.nextEv, w.nextID))
 		}
 		id := w.live[w.rng.Intn(len(w.live))]
 		w.exec(t, ctx, fmt.Sprintf("UPDATE shop.products SET title = 'renamed %d' WHERE id = %d", id, id))
@@ -103,14 +111,14 @@ func (w *workload) step(t *testing.T, ctx context.Context) {
 	default:
 		if w.nextEv > 0 {
 			id := 1 + w.rng.Int63n(w.nextEv)
-			w.exec(t, ctx, fmt.Sprintf("UPDATE shop.events SET kind = 'cart' WHERE id = %d", id))
+			w.exec(t, ctx, fmt.Sprintf("UPDATE shop.%s SET kind = 'cart' WHERE id = %d", w.eventsTable(), id))
 		}
 	}
 }
 
 // TestE2E_CollectionsEqualUpstreamSnapshot runs the whole pipeline
 // (fakeupstream -> minicdc -> normalize -> emulator) through a seeded
-// workload with DDL mid-stream (add column, drop column) and multi-table
+// workload with DDL mid-stream (add column, rename table, drop column) and multi-table
 // transactions over a partitioned table split into many regions (rows of
 // one transaction arrive from several regions, interleaved), then checks
 // every collection against the upstream read by snapshot at a final ts.
@@ -144,12 +152,19 @@ func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 		case 150:
 			w.exec(t, ctx, "ALTER TABLE shop.products ADD COLUMN tag VARCHAR(16) DEFAULT 'none'")
 			w.hasTag = true
+		case 250:
+			w.exec(t, ctx, "RENAME TABLE shop.events TO shop.events_v2")
+			w.events = "events_v2"
 		case 300:
 			w.exec(t, ctx, "ALTER TABLE shop.products DROP COLUMN stock")
 		}
 		if i >= 300 {
 			// stock is gone: keep to statements without it.
 			w.exec(t, ctx, w.insertNoStock())
+			if i%3 == 0 {
+				w.nextEv++
+				w.exec(t, ctx, fmt.Sprintf("INSERT INTO shop.events_v2 VALUES (%d, %d, 'late')", w.nextEv, w.nextID))
+			}
 			continue
 		}
 		w.step(t, ctx)
@@ -158,10 +173,12 @@ func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+	// The renamed table keeps feeding the collection it had.
+	renamed := []TableRef{e2eTables[0], {DB: "shop", Table: "events_v2", Collection: e2eTables[1].CollectionName()}}
+	if err := WaitSafe(ctx, emu, renamed, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, e2eTables, final)
+	diffs, err := CheckConsistency(ctx, up, emu, renamed, final)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +206,7 @@ func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffs, err = CheckConsistency(ctx, up, emu, e2eTables, after)
+	diffs, err = CheckConsistency(ctx, up, emu, renamed, after)
 	if err != nil {
 		t.Fatal(err)
 	}
