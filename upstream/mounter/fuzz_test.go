@@ -40,8 +40,12 @@ func FuzzMounter(f *testing.F) {
 		list = append(list, ti)
 	}
 	m := New(Config{RequireOldValue: true})
+	verifying := New(Config{VerifyChecksum: true})
 	f.Fuzz(func(t *testing.T, op uint8, key, val, old []byte) {
 		e := &kvevent.RawKVEntry{OpType: kvevent.OpType(op % 4), Key: key, Value: val, OldValue: old}
+		if op&0x80 != 0 {
+			m, verifying = verifying, m
+		}
 		for _, ti := range list {
 			var rc RowChange
 			if err := m.Decode(e, ti, &rc); err != nil {
