@@ -133,7 +133,7 @@ func (r *stateRecorder) stateAt(ts uint64, base map[string]string) map[string]st
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	seed   int64
 	c      *fakeupstream.Cluster
 	s      *grpcserver.Servers
@@ -152,19 +152,24 @@ type env struct {
 
 type envOpts struct {
 	lockTTLMs uint64
+	// resolvedMs is the feed's resolved-ts interval (default 20 ms).
+	resolvedMs int64
 	now       func() time.Time
 	resolver  bool
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
+	if o.resolvedMs == 0 {
+		o.resolvedMs = 20
+	}
 	seed := *clusterSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d (rerun with -cluster-seed=%d)", seed, seed)
 	c, err := fakeupstream.New(fakeupstream.Config{Seed: seed, Stores: 3, RealClock: true, LockTTLMs: o.lockTTLMs,
-		Feed: cdcfeed.Config{ResolvedTsIntervalMs: 20}})
+		Feed: cdcfeed.Config{ResolvedTsIntervalMs: o.resolvedMs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,4 +513,75 @@ func TestClusterAbandonedLockResolved(t *testing.T) {
 	if got := e.rec.stateAt(e.rec.resolvedTs(), e.base)[string(key(100))]; got == "abandoned" {
 		t.Error("the abandoned transaction's row was delivered")
 	}
+}
+
+// lagRecorder notes when each resolved-ts advance arrives.
+type lagRecorder struct {
+	mu      sync.Mutex
+	advance []struct {
+		ts uint64
+		at time.Time
+	}
+}
+
+func (l *lagRecorder) ConsumeKV([]kvevent.RawKVEntry) {}
+func (l *lagRecorder) AdvanceResolvedTs(ts uint64) {
+	l.mu.Lock()
+	l.advance = append(l.advance, struct {
+		ts uint64
+		at time.Time
+	}{ts, time.Now()})
+	l.mu.Unlock()
+}
+
+// BenchmarkCommitToResolvedLag: the time from a commit to the moment the
+// span's resolved ts passes its commit ts, over real gRPC with TiKV's
+// default 1 s resolved-ts tick. One op = one commit (10 ms apart); p50/p99
+// are reported in ms.
+func BenchmarkCommitToResolvedLag(b *testing.B) {
+	e := newEnv(b, envOpts{resolvedMs: 1000})
+	lag := &lagRecorder{}
+	if err := e.src.Subscribe(context.Background(), 9, tableSpan(), e.start, lag); err != nil {
+		b.Fatal(err)
+	}
+	type commit struct {
+		ts uint64
+		at time.Time
+	}
+	commits := make([]commit, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ts := e.put(int64(i%40+1), "lag")
+		commits = append(commits, commit{ts, time.Now()})
+		time.Sleep(10 * time.Millisecond)
+	}
+	last := commits[len(commits)-1].ts
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lag.mu.Lock()
+		n := len(lag.advance)
+		done := n > 0 && lag.advance[n-1].ts >= last
+		lag.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("resolved ts never passed the last commit")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.StopTimer()
+	lag.mu.Lock()
+	defer lag.mu.Unlock()
+	lags := make([]float64, 0, len(commits))
+	j := 0
+	for _, c := range commits {
+		for lag.advance[j].ts < c.ts {
+			j++
+		}
+		lags = append(lags, float64(lag.advance[j].at.Sub(c.at).Microseconds())/1000)
+	}
+	sort.Float64s(lags)
+	b.ReportMetric(lags[len(lags)/2], "p50-ms")
+	b.ReportMetric(lags[len(lags)*99/100], "p99-ms")
 }
