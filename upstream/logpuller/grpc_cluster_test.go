@@ -154,8 +154,8 @@ type envOpts struct {
 	lockTTLMs uint64
 	// resolvedMs is the feed's resolved-ts interval (default 20 ms).
 	resolvedMs int64
-	now       func() time.Time
-	resolver  bool
+	now        func() time.Time
+	resolver   bool
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
