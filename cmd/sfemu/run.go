@@ -328,12 +328,17 @@ func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) erro
 	}
 }
 
-// statusLine: rows/s since the last line, per-collection safe_ts lag
-// behind the upstream's current ts, DDLs and checkpoints so far.
+// statusLine: rows/s since the last line, rows buffered in the reorder
+// buffers, DDLs so far, the last checkpoint, and per collection how far
+// safe_ts trails the upstream's current ts.
 func statusLine(ctx context.Context, up *pipeline.Upstream, emu *emulator.Emulator, a *pipeline.Adapter, prev, cur minicdc.Stats, d time.Duration) string {
 	rate := float64(cur.RowsDelivered-prev.RowsDelivered) / d.Seconds()
 	var b strings.Builder
-	fmt.Fprintf(&b, "sfemu: rows/s=%.0f rows=%d ddls=%d checkpoint_ts=%d", rate, cur.RowsDelivered, cur.DDLsDelivered, cur.LastCheckpointTs)
+	buffered := 0
+	for _, ps := range a.Bridge.Stats() {
+		buffered += ps.UnsealedRows + ps.SealedRows
+	}
+	fmt.Fprintf(&b, "sfemu: rows/s=%.0f rows=%d buffered=%d ddls=%d checkpoint_ts=%d", rate, cur.RowsDelivered, buffered, cur.DDLsDelivered, cur.LastCheckpointTs)
 	now, err := up.Cluster.CurrentTs(ctx)
 	list, lerr := emu.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
 	if err == nil && lerr == nil {
