@@ -89,9 +89,12 @@ func fuzzColumnsF(f *testing.F) []Column {
 // FuzzDecodeCell (rule R15): the exported single-datum decoder never panics,
 // whatever the bytes and column.
 func FuzzDecodeCell(f *testing.F) {
-	f.Add(byte(6), []byte{0x06})
-	f.Add(byte(3), []byte{0x03, 0x80})
-	f.Add(byte(1), []byte{0x0a, 0x04})
+	// Regression seeds: truncated datums that once reached fixed-width
+	// reads (decimal header, comparable int, JSON literal) before the
+	// length check; cols[5] is DECIMAL, cols[1] INT, cols[16] JSON.
+	f.Add(byte(5), []byte{0x06})
+	f.Add(byte(1), []byte{0x03, 0x80})
+	f.Add(byte(16), []byte{0x0a, 0x04})
 	cols := fuzzColumnsF(f)
 	f.Fuzz(func(t *testing.T, which byte, cell []byte) {
 		c := &cols[int(which)%len(cols)]
