@@ -46,18 +46,20 @@ type GRPCSource struct {
 	closed bool
 
 	// Owned by Run.
-	subs       map[uint64]*grpcSub // by request id (V2 routing)
-	all        []*grpcSub
-	stores     map[string]*storeState
-	streams    map[streamKey]*feedStream
-	nextReq    uint64
-	dirty      bool
-	pending    bool
-	baseCtx    context.Context
-	baseCancel context.CancelFunc
-	wg         sync.WaitGroup
-	resolving  map[resolveKey]bool
-	resolvedCh chan resolveKey
+	subs        map[uint64]*grpcSub // by request id (V2 routing)
+	all         []*grpcSub
+	stores      map[string]*storeState
+	streams     map[streamKey]*feedStream
+	nextReq     uint64
+	dirty       bool
+	pending     bool
+	baseCtx     context.Context
+	baseCancel  context.CancelFunc
+	wg          sync.WaitGroup
+	resolving   map[resolveKey]bool
+	resolvedCh  chan resolveKey
+	tsoCh       chan uint64
+	tsoInFlight bool
 
 	stats TransportStats
 }
@@ -147,6 +149,7 @@ func NewGRPCSource(cfg TransportConfig) (*GRPCSource, error) {
 		streams:    map[streamKey]*feedStream{},
 		resolving:  map[resolveKey]bool{},
 		resolvedCh: make(chan resolveKey, 64),
+		tsoCh:      make(chan uint64, 1),
 	}, nil
 }
 
@@ -243,7 +246,9 @@ func (s *GRPCSource) Run(ctx context.Context) error {
 		case k := <-s.resolvedCh:
 			delete(s.resolving, k)
 		case <-resolveC:
-			s.checkStuck()
+			s.startStuckCheck()
+		case cur := <-s.tsoCh:
+			s.checkStuck(cur)
 		}
 	}
 }
@@ -278,6 +283,7 @@ func (s *GRPCSource) shutdown() {
 			return
 		case <-s.events:
 		case <-s.resolvedCh:
+		case <-s.tsoCh:
 		}
 	}
 }
@@ -628,13 +634,36 @@ func (s *GRPCSource) failStream(st *feedStream, err error) {
 	s.pending = true
 }
 
-// checkStuck runs the core's stuck-resolved-ts planner for every span and
-// resolves the locks of the regions it names, in the background (T10).
-func (s *GRPCSource) checkStuck() {
-	ctx, cancel := context.WithTimeout(s.baseCtx, s.cfg.DialTimeout)
-	cur, err := s.cfg.Clock.CurrentTs(ctx)
-	cancel()
-	if err != nil {
+// startStuckCheck fetches a TSO in the background (PD may be slow; Run
+// must keep handling events) and hands it to Run, which then runs the
+// planner (checkStuck). At most one fetch is in flight.
+func (s *GRPCSource) startStuckCheck() {
+	if s.tsoInFlight {
+		return
+	}
+	s.tsoInFlight = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.baseCtx, s.cfg.DialTimeout)
+		cur, err := s.cfg.Clock.CurrentTs(ctx)
+		cancel()
+		if err != nil {
+			cur = 0 // retried on the next tick
+		}
+		select {
+		case s.tsoCh <- cur:
+		case <-s.baseCtx.Done():
+		}
+	}()
+}
+
+// checkStuck runs the core's stuck-resolved-ts planner for every span with
+// the fetched TSO and resolves the locks of the regions it names, in the
+// background (T10).
+func (s *GRPCSource) checkStuck(cur uint64) {
+	s.tsoInFlight = false
+	if cur == 0 {
 		return
 	}
 	nowMs := s.cfg.Now().UnixMilli()
