@@ -130,6 +130,19 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 		t.Fatalf("read after restart: %d %s", resp.StatusCode, raw)
 	}
 
+	// The built-in consistency check: collections equal the upstream read
+	// by snapshot (the workload pauses meanwhile).
+	resp, err = http.Get("http://" + httpAddr + "/admin/check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var cr checkResult
+	if err := json.Unmarshal(raw, &cr); err != nil || resp.StatusCode != 200 || !cr.OK {
+		t.Fatalf("check: %d %s", resp.StatusCode, raw)
+	}
+
 	// A status line arrives and reports progress.
 	for {
 		l := next("status line")

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -213,6 +214,8 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/upstream/sql", sqlHandler(up, cfg.Token))
 	mux.Handle("/admin/restart-adapter", restartHandler(restarts, cfg.Token))
+	var pause sync.Mutex // held by a workload step, and by a consistency check
+	mux.Handle("/admin/check", checkHandler(up, emu, &pause, cfg.Token))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
 	if err != nil {
@@ -243,7 +246,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 
 	wctx, wcancel := context.WithCancel(ctx)
 	workErr := make(chan error, 1)
-	go func() { workErr <- runWorkload(wctx, up, cfg) }()
+	go func() { workErr <- runWorkload(wctx, up, cfg, &pause) }()
 	defer func() { wcancel(); <-workErr }()
 
 	tick := time.NewTicker(cfg.StatusInterval)
@@ -301,7 +304,7 @@ func collectionNames() string {
 	return strings.Join(names, ",")
 }
 
-func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) error {
+func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig, pause *sync.Mutex) error {
 	if cfg.Rate <= 0 {
 		return nil
 	}
@@ -320,11 +323,14 @@ func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) erro
 		}
 		// At high rates one tick runs several steps.
 		n := max(1, cfg.Rate/1000)
+		pause.Lock()
 		for i := 0; i < n; i++ {
 			if err := w.Step(ctx, &st); err != nil {
+				pause.Unlock()
 				return err
 			}
 		}
+		pause.Unlock()
 	}
 }
 
@@ -381,6 +387,49 @@ func restartHandler(restarts chan<- chan restartResult, token string) http.Handl
 		}
 		res := <-reply
 		if res.Err != "" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	})
+}
+
+type checkResult struct {
+	Ts    uint64   `json:"ts"`
+	OK    bool     `json:"ok"`
+	Diffs []string `json:"diffs"`
+	Err   string   `json:"error,omitempty"`
+}
+
+// checkHandler serves GET /admin/check: it pauses the demo workload, takes
+// the upstream's current ts, waits until every demo collection's safe_ts
+// reaches it, and compares the collections with the tables read by
+// snapshot at that ts (pipeline.CheckConsistency). Writes sent through
+// /upstream/sql during the check can show up as differences.
+func checkHandler(up *pipeline.Upstream, emu *emulator.Emulator, pause *sync.Mutex, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(checkResult{Err: "missing or wrong bearer token"})
+			return
+		}
+		pause.Lock()
+		defer pause.Unlock()
+		ctx := r.Context()
+		ts, err := up.Cluster.CurrentTs(ctx)
+		if err == nil {
+			err = pipeline.WaitSafe(ctx, emu, demoTables, ts, 30*time.Second)
+		}
+		var diffs []pipeline.Diff
+		if err == nil {
+			diffs, err = pipeline.CheckConsistency(ctx, up, emu, demoTables, ts)
+		}
+		res := checkResult{Ts: ts, OK: err == nil && len(diffs) == 0, Diffs: []string{}}
+		for _, d := range diffs {
+			res.Diffs = append(res.Diffs, d.String())
+		}
+		if err != nil {
+			res.Err = err.Error()
 			w.WriteHeader(http.StatusInternalServerError)
 		}
 		_ = json.NewEncoder(w).Encode(res)
