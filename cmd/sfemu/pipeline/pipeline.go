@@ -99,6 +99,10 @@ type AdapterConfig struct {
 	Bridge normalize.Config
 	// SourcePoll is the in-process sources' pump interval. Default 5 ms.
 	SourcePoll time.Duration
+	// StartTs is where a partition without stored progress starts (0 =
+	// the upstream's current ts). Changes committed after it are
+	// delivered; the tables must exist at it.
+	StartTs uint64
 }
 
 // Adapter is a running Mini-CDC adapter feeding an emulator.
@@ -147,9 +151,12 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 			ids = append(ids, phys)
 		}
 	}
-	now, err := up.Cluster.CurrentTs(ctx)
-	if err != nil {
-		return nil, err
+	now := cfg.StartTs
+	if now == 0 {
+		var err error
+		if now, err = up.Cluster.CurrentTs(ctx); err != nil {
+			return nil, err
+		}
 	}
 	bcfg := cfg.Bridge
 	bcfg.ClientID, bcfg.StartTs, bcfg.Tables = cfg.ClientID, now, tables
