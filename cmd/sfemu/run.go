@@ -199,7 +199,10 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 		return err
 	}
 	defer emu.Close()
-	adapter, err := pipeline.StartAdapter(ctx, up, emu, pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables})
+	// The adapter stops through Close or a fatal error, never through the
+	// signal context: shutdown closes it explicitly, in order.
+	actx := context.WithoutCancel(ctx)
+	adapter, err := pipeline.StartAdapter(actx, up, emu, pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables})
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)
 	}
@@ -262,7 +265,11 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 			}
 			return nil
 		case <-adapter.Done():
-			return fmt.Errorf("adapter stopped: %w", adapter.Close())
+			err := adapter.Close()
+			if err == nil {
+				err = errors.New("stopped without an error")
+			}
+			return fmt.Errorf("adapter stopped: %w", err)
 		case <-hs.Done():
 			return fmt.Errorf("http server stopped: %w", hs.Err())
 		case err := <-workErr:
@@ -278,7 +285,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("adapter stopped: %w", err)
 			}
-			next, err := pipeline.StartAdapter(ctx, up, emu, adapterCfg)
+			next, err := pipeline.StartAdapter(actx, up, emu, adapterCfg)
 			if err != nil {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("restarting the adapter: %w", err)
