@@ -405,3 +405,32 @@ func TestEventFeedStoreDown(t *testing.T) {
 type cdcpbEvents = cdcpb.ChangeDataEvent
 
 const cdcpbInitialized = cdcpb.Event_INITIALIZED
+
+// TestWakeDeliversWithoutPolling: with a poll interval of an hour, a write
+// reaches the client only because Wake is called. (G58)
+func TestWakeDeliversWithoutPolling(t *testing.T) {
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 14, Stores: 1})
+	require.NoError(t, err)
+	s, err := Start(c, Config{PollInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	_, tid := emptyTable(t, c)
+	start, end := tableSpan(tid)
+	r := c.RegionsInSpan(spanOf(start, end))[0]
+	fc := openFeed(t, s, 1, feedV2Mux)
+	fc.send(register(s, r, 1, c.Oracle().Next(), start, end, "8.5.0")) // a request wakes its own stream
+	fc.waitFor("INITIALIZED", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, r.ID, 1), cdcpb.Event_INITIALIZED) == 1
+	})
+	_, err = c.Put(tablecodec.EncodeIntRecordKey(nil, tid, 1), []byte("x"))
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	fc.mu.Lock()
+	n := len(rowsOf(fc.evs, r.ID, 1))
+	fc.mu.Unlock()
+	require.Equal(t, 1, n, "the row arrived without Wake: the stream is polling faster than configured")
+	s.Wake()
+	fc.waitFor("the row after Wake", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, r.ID, 1), cdcpb.Event_COMMITTED) == 1
+	})
+}
