@@ -103,6 +103,34 @@ type AdapterConfig struct {
 	// the upstream's current ts). Changes committed after it are
 	// delivered; the tables must exist at it.
 	StartTs uint64
+	// Tap, when set, sees every callback before the bridge does (tests
+	// use it to observe order and decoding); an error it returns is the
+	// callback's error.
+	Tap minicdc.Callback
+}
+
+// tapped calls tap, then next.
+type tapped struct{ tap, next minicdc.Callback }
+
+func (t tapped) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) error {
+	if err := t.tap.OnRowChanged(ctx, ev); err != nil {
+		return err
+	}
+	return t.next.OnRowChanged(ctx, ev)
+}
+
+func (t tapped) OnDDL(ctx context.Context, ev minicdc.DDLOutput) error {
+	if err := t.tap.OnDDL(ctx, ev); err != nil {
+		return err
+	}
+	return t.next.OnDDL(ctx, ev)
+}
+
+func (t tapped) OnCheckpoint(ctx context.Context, cp minicdc.Checkpoint) error {
+	if err := t.tap.OnCheckpoint(ctx, cp); err != nil {
+		return err
+	}
+	return t.next.OnCheckpoint(ctx, cp)
 }
 
 // Adapter is a running Mini-CDC adapter feeding an emulator.
@@ -180,6 +208,10 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 	a := &Adapter{Bridge: bridge, Resume: resume, Tables: tables, storeSrc: storeSrc, storeCancel: scancel, storeDone: make(chan error, 1)}
 	go func() { a.storeDone <- storeSrc.Run(sctx) }()
 
+	var cb minicdc.Callback = bridge
+	if cfg.Tap != nil {
+		cb = tapped{tap: cfg.Tap, next: bridge}
+	}
 	tableSrc := up.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: cfg.SourcePoll})
 	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit},
 		minicdc.Deps{
@@ -192,7 +224,7 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 			TableSpan: func(ks uint32, nextGen bool, id int64) (kvevent.Span, error) {
 				return tablecodec.TableRecordSpan(ks, nextGen, id), nil
 			},
-		}, bridge, cfg.Runtime)
+		}, cb, cfg.Runtime)
 	if err != nil {
 		a.stopStoreSource()
 		return nil, err

@@ -8,12 +8,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
 func seedFor(t *testing.T) int64 {
@@ -324,3 +329,138 @@ func splitTables(t *testing.T, up *Upstream) {
 		t.Fatalf("only %d regions after splits", n)
 	}
 }
+
+// TestE2E_SameTsDMLAndDDL commits a row of shop.products at exactly the
+// FinishedTs T of a DROP COLUMN on that table (a transaction whose lock
+// was written before the DDL, as an async-commit or 1PC transaction can).
+// The row was written with the old layout: it must be decoded with the
+// schema at T-1 and reach the emulator before the DDL at T is applied
+// (specs/minicdc.md M22, M30); afterwards the collections must equal the
+// upstream.
+func TestE2E_SameTsDMLAndDDL(t *testing.T) {
+	seed := seedFor(t)
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	tap := &orderTap{key: string(tablecodec.EncodeIntRecordKey(nil, 0, 0))}
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, Tap: tap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	w := &workload{rng: rand.New(rand.NewSource(seed)), ss: ss}
+	for i := 0; i < 50; i++ {
+		w.step(t, ctx)
+	}
+
+	// The row: written (and locked) with the pre-DDL layout.
+	ti, _, err := up.SQL.TableInfo("shop", "products")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{}
+	for _, c := range ti.Columns {
+		ids[c.Name.L] = c.ID
+	}
+	val, err := rowcodec.EncodeV2(nil, []int64{ids["title"], ids["price"], ids["stock"]},
+		[]value.Datum{value.NewStringDatum("same ts row"), value.NewIntDatum(42), value.NewIntDatum(7)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := up.Cluster.Begin()
+	key := tablecodec.EncodeIntRecordKey(nil, ti.ID, 777777)
+	tap.setKey(string(key))
+	txn.Set(key, val)
+	txn.SetPrimary(key)
+	if err := txn.Prewrite(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ss.Exec(ctx, "ALTER TABLE shop.products DROP COLUMN stock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.CommitAt(res.CommitTs); err != nil {
+		t.Fatalf("commit at the DDL's ts %d: %v", res.CommitTs, err)
+	}
+	for i := 0; i < 20; i++ {
+		w.nextID++
+		w.exec(t, ctx, fmt.Sprintf("INSERT INTO shop.products (id, title, price) VALUES (%d, 'after %d', %d)", w.nextID, w.nextID, i))
+	}
+	final, _ := up.Cluster.CurrentTs(ctx)
+	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
+	}
+	diffs, err := CheckConsistency(ctx, up, emu, e2eTables, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	doc, err := emu.GetDocument(ctx, &apiv1.GetDocumentRequest{Collection: e2eTables[0].CollectionName(), PrimaryKey: "777777"})
+	if err != nil || !doc.GetFound() {
+		t.Fatalf("same-ts row not in the collection: %v %v", doc, err)
+	}
+	if got := doc.GetDocument().GetCommitTs(); got != res.CommitTs {
+		t.Fatalf("document commit ts %d, want the DDL's ts %d", got, res.CommitTs)
+	}
+	// What the adapter handed out: the row at T before the DDL at T, decoded
+	// with the schema at T-1 (which still has stock).
+	tap.mu.Lock()
+	log := append([]string(nil), tap.log...)
+	tap.mu.Unlock()
+	want := []string{fmt.Sprintf("row %d with stock=true", res.CommitTs), fmt.Sprintf("ddl %d", res.CommitTs)}
+	if len(log) != 2 || log[0] != want[0] || log[1] != want[1] {
+		t.Fatalf("same-ts order/schema: got %q, want %q", log, want)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// orderTap records the callbacks for one row key and every DDL.
+type orderTap struct {
+	mu  sync.Mutex
+	key string
+	log []string
+}
+
+func (o *orderTap) setKey(k string) {
+	o.mu.Lock()
+	o.key = k
+	o.mu.Unlock()
+}
+
+func (o *orderTap) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if string(ev.RowKey) == o.key {
+		hasStock := false
+		for _, c := range ev.TableInfo.Columns {
+			hasStock = hasStock || c.Name.L == "stock"
+		}
+		o.log = append(o.log, fmt.Sprintf("row %d with stock=%v", ev.CommitTs, hasStock))
+	}
+	return nil
+}
+
+func (o *orderTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if strings.Contains(ev.Event.Query, "DROP COLUMN stock") {
+		o.log = append(o.log, fmt.Sprintf("ddl %d", ev.Event.FinishedTs))
+	}
+	return nil
+}
+
+func (o *orderTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
