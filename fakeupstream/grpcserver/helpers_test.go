@@ -45,6 +45,20 @@ func newPDClient(t testing.TB, s *Servers) pd.Client {
 		opt.WithCustomTimeoutOption(5*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(cli.Close)
+	// The pd client can build its first TSO stream twice at start (its
+	// dispatcher and its connection updater race) and cancel the first
+	// one with a request in flight, which fails that GetTS with "context
+	// canceled"; seen under -race. Real deployments retry; here the first
+	// timestamp is taken until the client has settled, so the tests
+	// exercise the servers rather than that start-up race.
+	var lastErr error
+	for i := 0; i < 10; i++ {
+		if _, _, lastErr = cli.GetTS(testCtx(t)); lastErr == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, lastErr, "pd client never got a timestamp")
 	return cli
 }
 
