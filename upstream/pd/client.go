@@ -103,16 +103,33 @@ func (c *Client) Close() { c.pd.Close() }
 
 var _ kvevent.Clock = (*Client)(nil)
 
-// CurrentTs returns a fresh timestamp from PD's TSO (P1).
+// CurrentTs returns a fresh timestamp from PD's TSO (P1). A request the
+// PD client drops while it re-creates its TSO stream (it answers Canceled
+// or Unavailable although the caller's context is alive) is retried a few
+// times before the error is returned.
 func (c *Client) CurrentTs(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	physical, logical, err := c.pd.GetTS(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("pd: get TSO: %w", err)
+	var lastErr error
+	for attempt := 0; attempt < tsoAttempts; attempt++ {
+		physical, logical, err := c.pd.GetTS(ctx)
+		if err == nil {
+			return composeTs(physical, logical), nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+		}
 	}
-	return composeTs(physical, logical), nil
+	return 0, fmt.Errorf("pd: get TSO: %w", lastErr)
 }
+
+// tsoAttempts bounds CurrentTs's retries of transient TSO failures.
+const tsoAttempts = 5
 
 // composeTs builds a TSO from its physical (ms) and logical parts.
 func composeTs(physical, logical int64) uint64 {

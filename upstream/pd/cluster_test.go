@@ -183,7 +183,6 @@ func TestGCOverPD(t *testing.T) {
 	}
 	// While held, GC (TiDB's GC worker advancing through PD) cannot pass
 	// the hold: PD clamps the GC safe point to the minimum service point.
-	//lint:ignore SA1019 the GC worker's API is what the fake clamps.
 	if sp, err := cli.PD().UpdateGCSafePoint(ctx, c.Oracle().Next()); err != nil || sp != now-1 {
 		t.Fatalf("GC advanced to %d (%v) past the hold %d", sp, err, now-1)
 	}

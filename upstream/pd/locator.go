@@ -3,7 +3,6 @@ package pd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/pingcap/kvproto/pkg/metapb"
 	"github.com/tikv/client-go/v2/kv"
@@ -101,6 +100,3 @@ func (l *RegionLocator) Invalidate(region logpuller.RegionInfo) {
 		l.cache.InvalidateCachedRegion(tok.ver)
 	}
 }
-
-// defaultTimeout bounds KV calls without a caller deadline.
-const defaultTimeout = 10 * time.Second
