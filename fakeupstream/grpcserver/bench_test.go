@@ -91,3 +91,26 @@ func benchEventFeed(b *testing.B, txnRows int, wake bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*txnRows)/el.Seconds(), "rows/s")
 }
+
+// BenchmarkPDGetRegion10k: the real pd client looking up regions of a
+// cluster with 10k regions (what subscribing 10k regions costs PD).
+func BenchmarkPDGetRegion10k(b *testing.B) {
+	c, s := startCluster(b, fakeupstream.Config{Seed: 1, Stores: 3})
+	const n = 10_000
+	for h := int64(1); h < n; h++ {
+		if _, _, err := c.SplitRaw(tablecodec.EncodeIntRecordKey(nil, 100, h*10)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cli := newPDClient(b, s)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := codec.EncodeBytes(nil, tablecodec.EncodeIntRecordKey(nil, 100, int64(i%n)*10+5))
+		r, err := cli.GetRegion(ctx, k)
+		if err != nil || r == nil {
+			b.Fatalf("GetRegion: %v %v", r, err)
+		}
+	}
+}

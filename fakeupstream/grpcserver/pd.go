@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/searchfabric/sfemu/fakeupstream/topology"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
 // pdServer answers what the real PD client and client-go's region cache
@@ -156,12 +157,21 @@ func (p *pdServer) GetRegion(ctx context.Context, req *pdpb.GetRegionRequest) (*
 	if err := p.check(req.GetHeader()); err != nil {
 		return nil, err
 	}
-	for _, r := range p.s.c.Regions() {
-		if r.Contains(req.GetRegionKey()) {
-			return p.regionResp(&r), nil
-		}
+	if r, ok := p.regionAt(req.GetRegionKey()); ok {
+		return p.regionResp(&r), nil
 	}
 	return &pdpb.GetRegionResponse{Header: p.header()}, nil
+}
+
+// regionAt returns the region holding comparable key k without copying
+// the whole region list (lookups stay O(log n) with many regions).
+func (p *pdServer) regionAt(k []byte) (topology.Region, bool) {
+	end := append(append(make([]byte, 0, len(k)+1), k...), 0)
+	rs := p.s.c.RegionsInSpan(kvevent.Span{StartKey: k, EndKey: end})
+	if len(rs) == 0 || !rs[0].Contains(k) {
+		return topology.Region{}, false
+	}
+	return rs[0], true
 }
 
 // GetPrevRegion returns the region just before the one holding region_key
@@ -222,7 +232,8 @@ func (p *pdServer) ScanRegions(ctx context.Context, req *pdpb.ScanRegionsRequest
 	}
 	up := p.upStores()
 	resp := &pdpb.ScanRegionsResponse{Header: p.header()}
-	for _, r := range scanRegions(p.s.c.Regions(), req.GetStartKey(), req.GetEndKey(), int(req.GetLimit())) {
+	all := p.s.c.RegionsInSpan(kvevent.Span{StartKey: req.GetStartKey(), EndKey: req.GetEndKey()})
+	for _, r := range scanRegions(all, req.GetStartKey(), req.GetEndKey(), int(req.GetLimit())) {
 		meta, leader := r.Meta(), leaderPeer(&r)
 		resp.RegionMetas = append(resp.RegionMetas, meta)
 		resp.Leaders = append(resp.Leaders, leader)
@@ -239,7 +250,6 @@ func (p *pdServer) BatchScanRegions(ctx context.Context, req *pdpb.BatchScanRegi
 	if err := p.check(req.GetHeader()); err != nil {
 		return nil, err
 	}
-	all := p.s.c.Regions()
 	up := p.upStores()
 	resp := &pdpb.BatchScanRegionsResponse{Header: p.header()}
 	seen := map[uint64]bool{}
@@ -250,7 +260,7 @@ func (p *pdServer) BatchScanRegions(ctx context.Context, req *pdpb.BatchScanRegi
 			complete = false
 			break
 		}
-		rs := scanRegions(all, kr.GetStartKey(), kr.GetEndKey(), 0)
+		rs := p.s.c.RegionsInSpan(kvevent.Span{StartKey: kr.GetStartKey(), EndKey: kr.GetEndKey()})
 		for i := range rs {
 			r := &rs[i]
 			if seen[r.ID] {
@@ -433,7 +443,7 @@ func (p *pdServer) QueryRegion(stream pdpb.PD_QueryRegionServer) error {
 }
 
 func (p *pdServer) queryRegion(req *pdpb.QueryRegionRequest) *pdpb.QueryRegionResponse {
-	all := p.s.c.Regions()
+	var all []topology.Region // loaded only for prev keys
 	up := p.upStores()
 	resp := &pdpb.QueryRegionResponse{Header: p.header(), RegionsById: map[uint64]*pdpb.RegionResponse{}}
 	add := func(r *topology.Region) uint64 {
@@ -452,10 +462,13 @@ func (p *pdServer) queryRegion(req *pdpb.QueryRegionRequest) *pdpb.QueryRegionRe
 	}
 	for _, k := range req.GetKeys() {
 		id := uint64(0)
-		if i := locate(k); i >= 0 {
-			id = add(&all[i])
+		if r, ok := p.regionAt(k); ok {
+			id = add(&r)
 		}
 		resp.KeyIdMap = append(resp.KeyIdMap, id)
+	}
+	if len(req.GetPrevKeys()) > 0 {
+		all = p.s.c.Regions()
 	}
 	for _, k := range req.GetPrevKeys() {
 		id := uint64(0)
@@ -465,10 +478,8 @@ func (p *pdServer) queryRegion(req *pdpb.QueryRegionRequest) *pdpb.QueryRegionRe
 		resp.PrevKeyIdMap = append(resp.PrevKeyIdMap, id)
 	}
 	for _, id := range req.GetIds() {
-		for i := range all {
-			if all[i].ID == id {
-				add(&all[i])
-			}
+		if r, ok := p.s.c.Region(id); ok {
+			add(&r)
 		}
 	}
 	return resp
