@@ -156,6 +156,7 @@ type envOpts struct {
 	resolvedMs int64
 	now        func() time.Time
 	resolver   bool
+	v1         bool
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
@@ -201,6 +202,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		RegionRetryInterval:   10 * time.Millisecond,
 		BusyBackoff:           20 * time.Millisecond,
 		ResolveLockInterval:   20 * time.Millisecond,
+		DisableV2:             o.v1,
 	}
 	if o.resolver {
 		kv, err := pd.OpenKVStore(cli)
@@ -584,4 +586,44 @@ func BenchmarkCommitToResolvedLag(b *testing.B) {
 	sort.Float64s(lags)
 	b.ReportMetric(lags[len(lags)/2], "p50-ms")
 	b.ReportMetric(lags[len(lags)*99/100], "p99-ms")
+}
+
+// T2 over fakeupstream's servers: on v1 EventFeed, a second span sharing
+// the same regions gets its own streams (the server answers a second
+// registration of a region on one v1 stream with duplicate_request, which
+// would stop Run); faults are survived as on V2.
+func TestClusterV1TwoSpansShareRegions(t *testing.T) {
+	e := newEnv(t, envOpts{v1: true})
+	second := &stateRecorder{seen: map[string]int{}}
+	if err := e.src.Subscribe(context.Background(), 2, tableSpan(), e.start, second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.c.SplitRaw(key(20)); err != nil {
+		t.Fatal(err)
+	}
+	e.randomWrites(20)
+	e.caughtUp("v1 start")
+	if err := e.c.TransferLeader(e.regionOf(25), 3); err != nil {
+		t.Fatal(err)
+	}
+	for store := uint64(1); store <= 3; store++ {
+		e.c.DropStreams(store)
+	}
+	e.randomWrites(20)
+	e.caughtUp("v1 after faults")
+	r := second.resolvedTs()
+	if r < e.start {
+		t.Fatalf("second span never resolved")
+	}
+	if fmt.Sprint(sortedMap(second.stateAt(r, e.base))) != fmt.Sprint(sortedMap(e.snapshot(r))) {
+		t.Fatalf("second span state differs at %d (seed %d)", r, e.seed)
+	}
+	second.mu.Lock()
+	for _, v := range second.violations {
+		t.Error(v)
+	}
+	second.mu.Unlock()
+	if st := e.src.Stats(); st.StreamsOpened < 2 {
+		t.Errorf("streams opened %d: want separate v1 streams per span", st.StreamsOpened)
+	}
 }
