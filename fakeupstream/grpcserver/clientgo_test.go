@@ -231,3 +231,26 @@ func TestClientGoStoreDown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got.Value)
 }
+
+// TestTxnKVClient: txnkv.NewClient given only the PD address (what a user
+// of client-go writes) starts against the fake and reads a row. (G3, G26)
+func TestTxnKVClient(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 15, Stores: 2})
+	_, tid := sqlTable(t, c, 2)
+	cli, err := txnkv.NewClient([]string{s.PDAddr()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := testCtx(t)
+	var ts uint64
+	require.Eventually(t, func() bool {
+		ts, err = cli.CurrentTimestamp("global")
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "no timestamp: %v", err)
+	key := tablecodec.EncodeIntRecordKey(nil, tid, 2)
+	want, err := c.Get(ctx, key, ts)
+	require.NoError(t, err)
+	got, err := cli.GetSnapshot(ts).Get(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, want, got.Value)
+	require.Empty(t, s.Unimplemented())
+}

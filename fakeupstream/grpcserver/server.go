@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/pdpb"
 	"github.com/pingcap/kvproto/pkg/tikvpb"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -101,6 +102,7 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	}
 	s.pd = newPDServer(s)
 	pdpb.RegisterPDServer(s.pdSrv.srv, s.pd)
+	etcdserverpb.RegisterClusterServer(s.pdSrv.srv, &etcdCluster{s: s})
 	for id, ep := range s.stores {
 		kv := &tikvServer{s: s, storeID: id}
 		tikvpb.RegisterTikvServer(ep.srv, kv)
