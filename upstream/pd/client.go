@@ -35,6 +35,8 @@ type Client struct {
 	pd        pdclient.Client
 	clusterID uint64
 	timeout   time.Duration
+	// endpoints PD was opened with (empty after Wrap).
+	endpoints []string
 
 	mu     sync.Mutex
 	stores map[uint64]string
@@ -80,7 +82,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		}()
 		return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, ctx.Err())
 	}
-	return Wrap(ctx, cli, cfg.Timeout), nil
+	c := Wrap(ctx, cli, cfg.Timeout)
+	c.endpoints = append([]string(nil), cfg.Endpoints...)
+	return c, nil
 }
 
 // Wrap uses an already connected PD client (tests, or a caller that shares

@@ -11,6 +11,8 @@ import (
 	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
 	"github.com/tikv/client-go/v2/txnkv"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
@@ -30,9 +32,25 @@ type KVStore struct {
 
 // OpenKVStore opens client-go's KV store over c (API v1, transactional
 // mode). Close it when done; it does not close c.
+//
+// client-go reads the txn safe point through PD's GC states API (PD >= 9.0)
+// and otherwise straight from PD's embedded etcd: when PD answers the GC
+// states call with Unimplemented, the store is given an etcd safe-point KV
+// at the PD endpoints (P12).
 func OpenKVStore(c *Client) (*KVStore, error) {
 	codecPD := tikv.NewCodecPDClient(tikv.ModeTxn, c.pd)
-	st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, tikv.NewMockSafePointKV(), tikv.NewRPCClient())
+	var spkv tikv.SafePointKV = tikv.NewMockSafePointKV()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	_, gcErr := c.pd.GetGCStatesClient(0).GetGCState(ctx)
+	cancel()
+	if status.Code(gcErr) == codes.Unimplemented && len(c.endpoints) > 0 {
+		etcd, err := tikv.NewEtcdSafePointKV(c.endpoints, nil)
+		if err != nil {
+			return nil, fmt.Errorf("pd: open KV store: etcd safe point KV at %v: %w", c.endpoints, err)
+		}
+		spkv = etcd
+	}
+	st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, spkv, tikv.NewRPCClient())
 	if err != nil {
 		return nil, fmt.Errorf("pd: open KV store: %w", err)
 	}
