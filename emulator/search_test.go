@@ -235,3 +235,37 @@ func TestZeroVectorE51a(t *testing.T) {
 		t.Fatal("zero-vector document not stored")
 	}
 }
+
+// E2: the document modality's scan: filters, key order, pagination.
+func TestScanE2(t *testing.T) {
+	e := openMem(t, Options{})
+	tok := mustCreate(t, e, docDef("docs"), 10).GetSchemaGenerationToken()
+	var muts []*apiv1.Mutation
+	for i := 1; i <= 12; i++ {
+		muts = append(muts, docUpsert(uint64(i), 20, i, fmt.Sprint("b", i)))
+	}
+	mustIngest(t, e, mb("table:200", 1, tok, muts...))
+	f := []*apiv1.Filter{{Field: "n", Op: apiv1.FilterOp_FILTER_OP_GTE, Value: val(5)}}
+	page1, _, err := e.Scan(bg, "docs", f, "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, d := range page1 {
+		keys = append(keys, d.GetPrimaryKey())
+	}
+	// Keys sort as strings: 1,10,11,12,2,...; n = id % 10 >= 5 -> 5..9.
+	if !eqKeys(keys, "5", "6", "7") {
+		t.Fatalf("page1 %v", keys)
+	}
+	page2, _, _ := e.Scan(bg, "docs", f, "7", 10)
+	if len(page2) != 2 || page2[0].GetPrimaryKey() != "8" || page2[1].GetPrimaryKey() != "9" {
+		t.Fatalf("page2 %v", page2)
+	}
+	if _, _, err := e.Scan(bg, "nope", nil, "", 1); ReasonOf(err) != "COLLECTION_NOT_FOUND" {
+		t.Fatalf("unknown collection: %v", err)
+	}
+	if _, _, err := e.Scan(bg, "docs", []*apiv1.Filter{{Field: "zz", Op: apiv1.FilterOp_FILTER_OP_EQ, Value: val(1)}}, "", 1); ReasonOf(err) != "INVALID_QUERY" {
+		t.Fatalf("bad filter: %v", err)
+	}
+}
