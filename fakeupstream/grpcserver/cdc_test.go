@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
+	"github.com/pingcap/kvproto/pkg/errorpb"
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -432,5 +433,48 @@ func TestWakeDeliversWithoutPolling(t *testing.T) {
 	s.Wake()
 	fc.waitFor("the row after Wake", func(evs []*cdcpb.ChangeDataEvent) bool {
 		return countType(rowsOf(evs, r.ID, 1), cdcpb.Event_COMMITTED) == 1
+	})
+}
+
+// TestEventFeedMergeAndBusy: a merge ends both regions' subscriptions
+// with epoch_not_match; server_is_busy passes through with its backoff.
+// (G56, G57 and the feed's region errors on the wire)
+func TestEventFeedMergeAndBusy(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 16, Stores: 1})
+	_, tid := emptyTable(t, c)
+	start, end := tableSpan(tid)
+	_, _, err := c.SplitRaw(tablecodec.EncodeIntRecordKey(nil, tid, 100))
+	require.NoError(t, err)
+	rs := c.RegionsInSpan(spanOf(start, end))
+	require.Len(t, rs, 2)
+	cp := c.Oracle().Next()
+	fc := openFeed(t, s, 1, feedV2Mux)
+	for _, r := range rs {
+		fc.send(register(s, r, 1, cp, start, end, "8.5.0"))
+	}
+	fc.waitFor("both INITIALIZED", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, rs[0].ID, 1), cdcpb.Event_INITIALIZED) == 1 && countType(rowsOf(evs, rs[1].ID, 1), cdcpb.Event_INITIALIZED) == 1
+	})
+	_, err = c.Merge(rs[0].ID, rs[1].ID)
+	require.NoError(t, err)
+	fc.waitFor("epoch_not_match for both", func(evs []*cdcpb.ChangeDataEvent) bool {
+		for _, r := range rs {
+			es := errorsOf(evs, r.ID, 1)
+			if len(es) != 1 || es[0].EpochNotMatch == nil {
+				return false
+			}
+		}
+		return true
+	})
+	merged := c.RegionsInSpan(spanOf(start, end))
+	require.Len(t, merged, 1)
+	fc.send(register(s, merged[0], 2, cp, start, end, "8.5.0"))
+	fc.waitFor("INITIALIZED after merge", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, merged[0].ID, 2), cdcpb.Event_INITIALIZED) == 1
+	})
+	c.FailRegion(merged[0].ID, &cdcpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{Reason: "too many pending incremental scans", BackoffMs: 50}})
+	fc.waitFor("server_is_busy", func(evs []*cdcpb.ChangeDataEvent) bool {
+		es := errorsOf(evs, merged[0].ID, 2)
+		return len(es) == 1 && es[0].ServerIsBusy.GetBackoffMs() == 50
 	})
 }

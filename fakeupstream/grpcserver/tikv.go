@@ -36,6 +36,11 @@ type regionScope struct {
 
 // check validates the request context against the topology. keys are raw.
 func (t *tikvServer) check(rc *kvrpcpb.Context, keys ...[]byte) (*regionScope, *errorpb.Error) {
+	if want := rc.GetPeer().GetStoreId(); want != 0 && want != t.storeID {
+		// The client meant another store (stale address cache). (G31)
+		return nil, &errorpb.Error{Message: fmt.Sprintf("store not match: request for store %d reached store %d", want, t.storeID),
+			StoreNotMatch: &errorpb.StoreNotMatch{RequestStoreId: want, ActualStoreId: t.storeID}}
+	}
 	r, ok := t.s.c.Region(rc.GetRegionId())
 	if !ok {
 		return nil, &errorpb.Error{Message: fmt.Sprintf("region %d not found", rc.GetRegionId()),

@@ -38,6 +38,12 @@ func TestTiKVRegionErrors(t *testing.T) {
 	require.Nil(t, resp.RegionError)
 	require.Equal(t, []byte("v1"), resp.Value)
 
+	wrongStore := rc(left.ID, left.Epoch())
+	wrongStore.Peer = &metapb.Peer{StoreId: 2}
+	resp, err = kv1.KvGet(ctx, &kvrpcpb.GetRequest{Context: wrongStore, Key: []byte("k1"), Version: ts})
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), resp.RegionError.GetStoreNotMatch().GetActualStoreId(), "G31")
+
 	resp, err = kv1.KvGet(ctx, &kvrpcpb.GetRequest{Context: rc(999, left.Epoch()), Key: []byte("k1"), Version: ts})
 	require.NoError(t, err)
 	require.NotNil(t, resp.RegionError.GetRegionNotFound(), "G31")
