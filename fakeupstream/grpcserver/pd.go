@@ -83,8 +83,8 @@ func (p *pdServer) Tso(stream pdpb.PD_TsoServer) error {
 			return err
 		}
 		n := req.GetCount()
-		if n == 0 {
-			return status.Error(codes.InvalidArgument, "tso request count is 0")
+		if n == 0 || n > maxTSOCount {
+			return status.Errorf(codes.InvalidArgument, "tso request count %d is outside 1..%d", n, maxTSOCount)
 		}
 		last := p.allocTSO(n)
 		resp := &pdpb.TsoResponse{Header: p.header(), Count: n, Timestamp: &pdpb.Timestamp{
@@ -95,6 +95,10 @@ func (p *pdServer) Tso(stream pdpb.PD_TsoServer) error {
 		}
 	}
 }
+
+// maxTSOCount bounds one TSO request: n consecutive logicals must fit in
+// one physical millisecond (2^18), and PD clients batch far fewer.
+const maxTSOCount = 1 << 16
 
 // allocTSO takes n consecutive timestamps from the cluster oracle and
 // returns the last. If the physical part moves inside the batch, the batch

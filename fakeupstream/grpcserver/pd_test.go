@@ -186,7 +186,7 @@ func TestPDClusterIDHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint32(5), r.Count)
 	require.GreaterOrEqual(t, r.Timestamp.Logical, int64(4), "G12: the last of 5 consecutive logicals")
-	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 0}))
+	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 1 << 20}))
 	_, err = ts.Recv()
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 }
