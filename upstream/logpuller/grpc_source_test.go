@@ -490,7 +490,7 @@ func TestKeyspaceSpan(t *testing.T) {
 	}
 }
 
-// Run returning leaves no goroutine of the source behind.
+// T13: Run returning leaves no goroutine of the source behind.
 func TestGRPCNoLeakedGoroutines(t *testing.T) {
 	base := runtime.NumGoroutine()
 	func() {
