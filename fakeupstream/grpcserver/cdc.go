@@ -1,8 +1,7 @@
 package grpcserver
 
 import (
-	"errors"
-	"io"
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +106,11 @@ var (
 	versionClusterIDCheck = semver{5, 3, 0}
 )
 
+// requestSink is where accepted requests go (the feed stream).
+type requestSink interface {
+	Send(*cdcpb.ChangeDataRequest) error
+}
+
 // conn is the per-stream protocol state shared by the request reader and
 // the sender.
 type conn struct {
@@ -121,10 +125,7 @@ type conn struct {
 	pending []*cdcpb.Event // answers made here, not by the feed
 }
 
-func (c *cdcServer) serve(stream feedStream, ctx interface {
-	Done() <-chan struct{}
-	Err() error
-}, mux bool) error {
+func (c *cdcServer) serve(stream feedStream, ctx context.Context, mux bool) error {
 	if !c.s.storeUp(c.storeID) {
 		return errStoreDown(c.storeID)
 	}
@@ -139,11 +140,9 @@ func (c *cdcServer) serve(stream feedStream, ctx interface {
 		for {
 			req, err := stream.Recv()
 			if err != nil {
-				// EOF: the client sends no more requests but still
-				// reads; other errors also end the context.
-				if !errors.Is(err, io.EOF) {
-					return
-				}
+				// EOF: the client sends no more requests but keeps
+				// reading, so the sender goes on; any other error
+				// cancels the stream context, which ends the sender.
 				return
 			}
 			c.handle(cn, fs, req)
@@ -202,9 +201,7 @@ func (c *cdcServer) serve(stream feedStream, ctx interface {
 // handle applies one request: the first one fixes the stream's client
 // version; cluster id, kv_api and (non-multiplexed) duplicate checks are
 // made here, everything else is the feed's. (G52-G55)
-func (c *cdcServer) handle(cn *conn, fs interface {
-	Send(*cdcpb.ChangeDataRequest) error
-}, req *cdcpb.ChangeDataRequest) {
+func (c *cdcServer) handle(cn *conn, fs requestSink, req *cdcpb.ChangeDataRequest) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if !cn.versionSet {
