@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +41,11 @@ type Table struct {
 	// Info is the logical table's schema at StartTs (the partitioned table
 	// for a partition). Read at Open only.
 	Info *model.TableInfo
+	// Collection, when set, is the collection the table is mirrored into,
+	// overriding Config.CollectionName (N3). A restart after a table-set
+	// change (N34) sets it so the binding made by the first run survives
+	// renames.
+	Collection string
 }
 
 // Config configures a Bridge.
@@ -118,10 +125,15 @@ type partition struct {
 	skip uint64
 
 	// Control path (under Bridge.ctl).
-	seq         seqCounter
-	advanced    uint64 // last resolved ts stored for the partition
-	lastCP      uint64 // last checkpoint value seen
-	retired     bool   // removed from its collection by a DDL
+	seq      seqCounter
+	advanced uint64 // last resolved ts stored for the partition
+	lastCP   uint64 // last checkpoint value seen
+	retired  bool   // removed from its collection by a DDL
+	// added marks a partition a DDL of this run mapped (add partition,
+	// the new id of a truncated table or partition): this run's runtime
+	// does not subscribe it, so it gets no rows and reports nothing until
+	// the adapter restarts with the new table set (N34).
+	added       bool
 	drained     []reorder.Item[Mutation]
 	cuts        []int
 	alloc       protoAlloc
@@ -132,9 +144,13 @@ type partition struct {
 
 // collection is one target collection and the lineage the bridge knows.
 type collection struct {
-	name       string
-	schemaID   int64
-	logicalID  int64
+	name      string
+	schemaID  int64
+	logicalID int64
+	// info is the logical table's latest known schema (Config.Tables,
+	// then each DDL's post-DDL table): the schema a restart after a
+	// table-set change starts from (N34). Owned (cloned).
+	info       *model.TableInfo
 	source     SourceInfo
 	partitions []*partition // sorted by name
 	roles      RoleOverrides
@@ -167,6 +183,10 @@ type Bridge struct {
 	// ready is opened for the row path, which does not take ctl.
 	ready  atomic.Bool
 	resume Resume
+	// tableSet is the table-set change found by a DDL and not yet
+	// reported (N35): it is returned once the whole FinishedTs group of
+	// that DDL was delivered. Under ctl.
+	tableSet *TableSetChangedError
 	// stopped holds the ingest failure after which the bridge refuses all
 	// work (N7): the drained rows of that batch cannot be sent again with
 	// the same seqs, only a restart (new epoch) redelivers them.
@@ -216,9 +236,12 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 		}
 		coll := byLogical[t.Info.ID]
 		if coll == nil {
-			name := c.CollectionName(t.Database, t.Info.Name.L)
+			name := t.Collection
+			if name == "" {
+				name = c.CollectionName(t.Database, t.Info.Name.L)
+			}
 			coll = &collection{
-				name: name, schemaID: t.SchemaID, logicalID: t.Info.ID, roles: c.Roles[name],
+				name: name, schemaID: t.SchemaID, logicalID: t.Info.ID, info: t.Info, roles: c.Roles[name],
 				source:  SourceInfo{KeyspaceID: c.KeyspaceID, Database: t.Database, Table: t.Info.Name.O, LogicalTableID: t.Info.ID},
 				pending: map[string]*apiv1.PutCollectionSchemaRequest{},
 			}
@@ -230,14 +253,10 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 			byLogical[t.Info.ID] = coll
 			b.collections = append(b.collections, coll)
 		}
-		pname := PartitionName(c.KeyspaceID, t.PhysicalID)
-		w, err := reorder.NewWaiter[Mutation](reorder.Config{
-			Partition: pname, MaxUnsealedRows: c.MaxUnsealedRows, MaxUnsealedBytes: c.MaxUnsealedBytes,
-		}, c.Timer, c.BackpressureWindow)
+		p, err := b.newPartition(t.PhysicalID, coll)
 		if err != nil {
 			return nil, err
 		}
-		p := &partition{tableID: t.PhysicalID, name: pname, coll: coll, buf: w}
 		b.byID[t.PhysicalID] = p
 		b.parts = append(b.parts, p)
 		coll.partitions = append(coll.partitions, p)
@@ -248,6 +267,18 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 		sort.Slice(coll.partitions, func(i, j int) bool { return coll.partitions[i].name < coll.partitions[j].name })
 	}
 	return b, nil
+}
+
+// newPartition builds the state of one table path of coll.
+func (b *Bridge) newPartition(id int64, coll *collection) (*partition, error) {
+	pname := PartitionName(b.cfg.KeyspaceID, id)
+	w, err := reorder.NewWaiter[Mutation](reorder.Config{
+		Partition: pname, MaxUnsealedRows: b.cfg.MaxUnsealedRows, MaxUnsealedBytes: b.cfg.MaxUnsealedBytes,
+	}, b.cfg.Timer, b.cfg.BackpressureWindow)
+	if err != nil {
+		return nil, err
+	}
+	return &partition{tableID: id, name: pname, coll: coll, buf: w}, nil
 }
 
 // PartitionNames returns the configured source partitions, sorted.
@@ -267,12 +298,7 @@ func (b *Bridge) Resume() Resume {
 }
 
 func (b *Bridge) tableInfoFor(coll *collection) *model.TableInfo {
-	for _, t := range b.cfg.Tables {
-		if t.Info != nil && t.Info.ID == coll.logicalID {
-			return t.Info
-		}
-	}
-	return nil
+	return coll.info
 }
 
 // Open reads the emulator's stored state, fixes this run's epoch (N4, N5),
@@ -538,6 +564,12 @@ func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64)
 	if err := b.checkStopped(); err != nil {
 		return err
 	}
+	if b.tableSet != nil {
+		// Every DDL of the change's FinishedTs group was delivered (the
+		// runtime emits a group before its next checkpoint, M32): the
+		// adapter must restart now (N35).
+		return b.tableSet
+	}
 	for id := range tableResolved {
 		if _, ok := b.byID[id]; !ok {
 			return fmt.Errorf("normalize: checkpoint names table %d, which is not configured", id)
@@ -576,6 +608,25 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		return err
 	}
 	T := ev.FinishedTs
+	if b.tableSet != nil && T > b.tableSet.FinishedTs {
+		// A later DDL: the change's group is complete (N35). This DDL is
+		// redelivered after the restart (its FinishedTs is above the
+		// resume point).
+		return b.tableSet
+	}
+	if b.changesTableSet(ev) {
+		// The restart resumes every partition from T (N34): flush and
+		// advance all of them now. Every row at or below T of every path
+		// was delivered (the DDL fence is the min over all tables, M29).
+		for _, p := range b.parts {
+			if err := b.drainAndIngest(ctx, p, T, true); err != nil {
+				return err
+			}
+			if err := b.advance(ctx, p, T); err != nil {
+				return err
+			}
+		}
+	}
 	for _, coll := range b.collections {
 		if !affects(ev, coll) {
 			continue
@@ -616,13 +667,110 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		}
 		delete(coll.pending, key)
 		sameTs := coll.lastJobs != nil && coll.lastDDL == T
-		b.applyDDL(coll, req, resp, dropped)
+		added, removed, err := b.applyDDL(coll, req, resp, dropped, postInfo(ev, coll))
+		if err != nil {
+			return err
+		}
 		if !sameTs {
 			coll.lastJobs = map[int64]bool{}
 		}
 		coll.lastJobs[ev.JobID] = true
+		if len(added) > 0 || len(removed) > 0 {
+			b.noteTableSetChange(ev, coll, added, removed)
+		}
 	}
 	return nil
+}
+
+// TableSetChangedError reports that DDLs changed the physical tables of
+// the mirrored logical tables (N34): a truncated table or partition got a
+// new id, partitions were added or dropped. The bridge already sent the
+// schema requests that map the new partitions (from FinishedTs on, E29)
+// and advanced every partition to FinishedTs; the Mini-CDC runtime, whose
+// table set is fixed (M6), must be restarted with Tables (resume point:
+// ResumePoint over their partitions, which is FinishedTs; next epoch).
+// The bridge returns it from a callback, so the runtime stops with it
+// wrapped in a *minicdc.FatalError; find it with errors.As.
+type TableSetChangedError struct {
+	// JobID, Action and Query name the first DDL of the change; Collection
+	// the collection it changed.
+	JobID      int64
+	Action     string
+	Query      string
+	Collection string
+	// FinishedTs is the DDLs' commit ts; every partition's progress was
+	// stored at it.
+	FinishedTs uint64
+	// Added and Dropped are the physical ids mapped and unmapped by the
+	// change (all DDLs of the FinishedTs group), sorted.
+	Added, Dropped []int64
+	// NewTableIDs are every physical id the restarted runtime must follow
+	// (its StartConfig.TableIDs), sorted.
+	NewTableIDs []int64
+	// Tables is the bridge configuration of the restart: one entry per
+	// physical id, with the post-DDL schema and the collection binding.
+	Tables []Table
+}
+
+func (e *TableSetChangedError) Error() string {
+	return fmt.Sprintf("normalize: table set changed by DDL job %d (%s) at %d on collection %q: added %v, dropped %v; restart the adapter with tables %v",
+		e.JobID, e.Action, e.FinishedTs, e.Collection, e.Added, e.Dropped, e.NewTableIDs)
+}
+
+// changesTableSet reports whether ev maps or unmaps physical tables of a
+// collection it affects that stays active (N34).
+func (b *Bridge) changesTableSet(ev *schemastore.DDLEvent) bool {
+	for _, coll := range b.collections {
+		if !affects(ev, coll) || coll.appliedBefore(ev.FinishedTs, ev.JobID) || isDropAction(ev.Type) {
+			continue
+		}
+		if len(droppedPartitions(ev, coll)) > 0 || len(addedPartitions(ev, coll)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// noteTableSetChange records (or extends, for another DDL of the same
+// FinishedTs group) the pending TableSetChangedError. Caller holds ctl.
+func (b *Bridge) noteTableSetChange(ev *schemastore.DDLEvent, coll *collection, added, removed []int64) {
+	e := b.tableSet
+	if e == nil {
+		e = &TableSetChangedError{JobID: ev.JobID, Action: model.ActionType(ev.Type).String(), Query: ev.Query,
+			Collection: coll.name, FinishedTs: ev.FinishedTs}
+		b.tableSet = e
+	}
+	e.Added = sortedIDs(append(e.Added, added...))
+	e.Dropped = sortedIDs(append(e.Dropped, removed...))
+	e.NewTableIDs, e.Tables = e.NewTableIDs[:0], e.Tables[:0]
+	for _, c := range b.collections {
+		if !c.active {
+			continue // dropped: nothing left to follow
+		}
+		for _, p := range c.partitions {
+			if p.retired {
+				continue
+			}
+			e.NewTableIDs = append(e.NewTableIDs, p.tableID)
+			e.Tables = append(e.Tables, Table{PhysicalID: p.tableID, SchemaID: c.schemaID, Database: c.source.Database,
+				Info: c.info, Collection: c.name})
+		}
+	}
+	sort.Slice(e.Tables, func(i, j int) bool { return e.Tables[i].PhysicalID < e.Tables[j].PhysicalID })
+	e.NewTableIDs = sortedIDs(e.NewTableIDs)
+}
+
+func sortedIDs(ids []int64) []int64 {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// PendingTableSetChange returns the table-set change found by a DDL and
+// not yet reported, or nil.
+func (b *Bridge) PendingTableSetChange() *TableSetChangedError {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	return b.tableSet
 }
 
 // appliedBefore reports a DDL event the collection's lineage already
@@ -642,8 +790,10 @@ func (c *collection) appliedBefore(ts uint64, jobID int64) bool {
 	return false
 }
 
-// applyDDL updates the bridge's lineage after an acknowledged request.
-func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaRequest, resp *apiv1.PutCollectionSchemaResponse, dropped map[string]bool) {
+// applyDDL updates the bridge's lineage after an acknowledged request and
+// returns the physical ids the request mapped and unmapped (N34).
+func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaRequest, resp *apiv1.PutCollectionSchemaResponse,
+	dropped map[string]bool, post *model.TableInfo) (added, removed []int64, err error) {
 	switch req.GetUpdatePolicy() {
 	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP:
 		coll.active = false
@@ -655,7 +805,7 @@ func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaReques
 			// The emulator removed the partition's state (E30).
 			p.seq.next, p.advanced, p.stateInSink = 1, 0, false
 		}
-		return
+		return nil, nil, nil
 	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION:
 		for _, p := range coll.partitions {
 			p.retired = false
@@ -663,14 +813,59 @@ func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaReques
 		}
 	}
 	for _, p := range coll.partitions {
-		if dropped[p.name] {
+		if dropped[p.name] && !p.retired {
 			p.retired = true
+			removed = append(removed, p.tableID)
 		}
 	}
+	// Partitions the definition maps that the collection did not have
+	// (N34): the emulator starts them at ddl_commit_ts (E29).
+	have := map[string]bool{}
+	for _, p := range coll.partitions {
+		if !p.retired {
+			have[p.name] = true
+		}
+	}
+	T := req.GetScope().GetDdlCommitTs()
+	for _, name := range req.GetDefinition().GetSourcePartitions() {
+		if have[name] {
+			continue
+		}
+		id, ok := partitionID(name)
+		if !ok {
+			return nil, nil, fmt.Errorf("normalize: collection %q: cannot parse source partition %q", coll.name, name)
+		}
+		np, err := b.newPartition(id, coll)
+		if err != nil {
+			return nil, nil, err
+		}
+		np.added, np.advanced, np.stateInSink, np.lastCP = true, T, true, T
+		np.seq = seqCounter{epoch: b.resume.Epoch, next: 1}
+		coll.partitions = append(coll.partitions, np)
+		added = append(added, id)
+	}
+	sort.Slice(coll.partitions, func(i, j int) bool { return coll.partitions[i].name < coll.partitions[j].name })
 	if src := req.GetDefinition().GetSource(); src != nil {
 		coll.source.Database, coll.source.Table = src.GetDatabase(), src.GetTable()
+		if id := src.GetLogicalTableId(); id != 0 {
+			coll.logicalID, coll.source.LogicalTableID = id, id
+		}
+	}
+	if post != nil {
+		coll.info = post.Clone()
 	}
 	coll.applyLineage(req, resp)
+	return added, removed, nil
+}
+
+// partitionID parses the physical id out of a source partition name (N1).
+func partitionID(name string) (int64, bool) {
+	i := strings.LastIndex(name, "table:")
+	if i < 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(name[i+len("table:"):], 10, 64)
+	return id, err == nil && id > 0
 }
 
 // affects is N25.
@@ -716,33 +911,57 @@ func postInfo(ev *schemastore.DDLEvent, coll *collection) *model.TableInfo {
 	return nil
 }
 
-// droppedPartitions lists the collection's partitions the DDL removes.
+// droppedPartitions lists the collection's partitions the DDL removes
+// (N34): the ids it drops and, when it carries the post-DDL table, every
+// partition that table no longer has (a truncated table or partition
+// lives on under a new id).
 func droppedPartitions(ev *schemastore.DDLEvent, coll *collection) map[string]bool {
 	out := map[string]bool{}
-	if model.ActionType(ev.Type) == model.ActionTruncateTable {
-		return out // truncation keeps the stream identity (N27: REBUILD_FULL)
-	}
 	drop := map[int64]bool{}
 	for _, id := range ev.NeedDroppedTables {
 		drop[id] = true
 	}
-	ti := postInfo(ev, coll)
 	var live map[int64]bool
-	if ti != nil && ti.Partition != nil && model.ActionType(ev.Type) != model.ActionTruncateTablePartition {
+	if ti := postInfo(ev, coll); ti != nil && !isDropAction(ev.Type) {
 		live = map[int64]bool{}
-		for _, d := range ti.Partition.Definitions {
-			live[d.ID] = true
+		for _, id := range ti.PhysicalIDs() {
+			live[id] = true
 		}
 	}
 	for _, p := range coll.partitions {
 		if p.retired {
 			continue
 		}
-		if drop[p.tableID] && model.ActionType(ev.Type) != model.ActionTruncateTablePartition {
+		if drop[p.tableID] || (live != nil && !live[p.tableID]) {
 			out[p.name] = true
 		}
-		if live != nil && p.tableID != coll.logicalID && !live[p.tableID] {
-			out[p.name] = true
+	}
+	return out
+}
+
+// addedPartitions lists the physical tables the DDL creates for the
+// collection's logical table (N34): its NeedAddedTables that the post-DDL
+// table has and the collection does not map yet.
+func addedPartitions(ev *schemastore.DDLEvent, coll *collection) []int64 {
+	ti := postInfo(ev, coll)
+	if ti == nil || isDropAction(ev.Type) || len(ev.NeedAddedTables) == 0 {
+		return nil
+	}
+	phys := map[int64]bool{}
+	for _, id := range ti.PhysicalIDs() {
+		phys[id] = true
+	}
+	have := map[int64]bool{}
+	for _, p := range coll.partitions {
+		if !p.retired {
+			have[p.tableID] = true
+		}
+	}
+	var out []int64
+	for _, a := range ev.NeedAddedTables {
+		if phys[a.TableID] && !have[a.TableID] {
+			out = append(out, a.TableID)
+			have[a.TableID] = true
 		}
 	}
 	return out
@@ -755,6 +974,9 @@ func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key s
 	T := ev.FinishedTs
 	dropped = droppedPartitions(ev, coll)
 	live := coll.partitionNames(dropped)
+	for _, id := range addedPartitions(ev, coll) {
+		live = append(live, PartitionName(b.cfg.KeyspaceID, id))
+	}
 	dropAll := isDropAction(ev.Type) || len(live) == 0
 	meta := &apiv1.RequestMeta{IdempotencyKey: key, ClientId: b.cfg.ClientID, ClientKind: apiv1.ClientKind_CLIENT_KIND_TIDB_DDL_ADAPTER}
 	scope := &apiv1.SchemaScope{Collection: coll.name, DdlCommitTs: T}
@@ -783,6 +1005,7 @@ func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key s
 		src.Database = ev.SchemaName
 	}
 	src.Table = ti.Name.O
+	src.LogicalTableID = ti.ID // a truncated table has a new id (N34)
 	def := buildDefinition(coll.name, s, src, live, !b.cfg.DisableMetadataAux)
 	var old *apiv1.CollectionDefinition
 	if coll.active {

@@ -277,7 +277,9 @@ func TestN27PolicyClassification(t *testing.T) {
 			d.Fields[0].Type = apiv1.FieldType_FIELD_TYPE_UINT
 		}, false, full},
 		{"truncate table", model.ActionTruncateTable, func(d *apiv1.CollectionDefinition) {}, false, full},
-		{"truncate partition", model.ActionTruncateTablePartition, func(d *apiv1.CollectionDefinition) {}, false, full},
+		{"truncate partition (old id replaced, N34)", model.ActionTruncateTablePartition, func(d *apiv1.CollectionDefinition) {
+			d.SourcePartitions = []string{"table:1", "table:9"}
+		}, false, inpl},
 		{"drop table", model.ActionDropTable, nil, false, drop},
 		{"drop database", model.ActionDropSchema, nil, false, drop},
 	}
@@ -357,9 +359,10 @@ func TestN27DropAndRecreateUsesZeroState(t *testing.T) {
 	require.Len(t, h.sink.liveDocs("shop.items"), 1)
 }
 
-// TestN27TruncateIsRebuildFull keeps the partition and its stream state.
+// TestN27TruncateIsRebuildFull: the truncated table's new id replaces the
+// old partition in the definition (N34), the documents go (REBUILD_FULL).
 func TestN27TruncateIsRebuildFull(t *testing.T) {
-	h, part := oneTable(t, Config{})
+	h, _ := oneTable(t, Config{})
 	h.upsert(42, 110, row(1, "a", 0))
 	h.checkpoint(map[int64]uint64{42: 115})
 	newInfo := *h.ti[42]
@@ -368,7 +371,8 @@ func TestN27TruncateIsRebuildFull(t *testing.T) {
 		FinishedTs: 120, TableInfo: &newInfo, NeedDroppedTables: []int64{42}, NeedAddedTables: []schemastore.AddedTable{{TableID: 43}}})
 	put := h.sink.puts[len(h.sink.puts)-1]
 	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL, put.GetUpdatePolicy())
-	require.Equal(t, []string{part}, put.GetDefinition().GetSourcePartitions())
+	require.Equal(t, []string{"table:43"}, put.GetDefinition().GetSourcePartitions())
+	require.Equal(t, int64(43), put.GetDefinition().GetSource().GetLogicalTableId())
 	require.Empty(t, h.sink.liveDocs("shop.items"))
 }
 
@@ -735,9 +739,16 @@ func TestN27DropPartitionIsRebuildInPlace(t *testing.T) {
 	require.Equal(t, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE, put.GetUpdatePolicy())
 	require.Equal(t, []string{"table:102"}, put.GetDefinition().GetSourcePartitions())
 	require.Len(t, sink.mutationsOf("table:101"), 1, "rows at or below the DDL were flushed first")
+	require.Len(t, sink.mutationsOf("table:102"), 1, "every partition is flushed at a table-set change (N34)")
+	// The table set changed (N34): the next checkpoint reports it (N35)
+	// and moves nothing.
 	h.upsert(102, 130, row(3, "c", 0))
-	h.checkpoint(map[int64]uint64{101: 140, 102: 140})
-	require.Len(t, sink.mutationsOf("table:102"), 2)
+	var tsc *TableSetChangedError
+	require.ErrorAs(t, h.b.Checkpoint(h.ctx, map[int64]uint64{101: 140, 102: 140}), &tsc)
+	require.Equal(t, []int64{101}, tsc.Dropped)
+	require.Empty(t, tsc.Added)
+	require.Equal(t, []int64{102}, tsc.NewTableIDs)
+	require.Len(t, sink.mutationsOf("table:102"), 1)
 	for _, a := range sink.advs {
 		if a.GetSourcePartition() == "table:101" {
 			require.LessOrEqual(t, a.GetResolvedTs(), uint64(120), "a removed partition stops reporting")

@@ -88,10 +88,12 @@ func metric(f *apiv1.Field) apiv1.VectorMetric {
 
 // actionFloor is the least policy a DDL action demands regardless of the
 // visible diff (N27): truncation empties the table, so stored documents
-// must go.
+// must go. A truncated partition needs no floor: its old id leaves the
+// definition, which is REBUILD_IN_PLACE and deletes exactly that
+// partition's documents (E28, N34).
 func actionFloor(action int) apiv1.SchemaUpdatePolicy {
 	switch model.ActionType(action) {
-	case model.ActionTruncateTable, model.ActionTruncateTablePartition:
+	case model.ActionTruncateTable:
 		return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL
 	}
 	return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_UNSPECIFIED
