@@ -1,0 +1,50 @@
+package normalize
+
+import (
+	"fmt"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+)
+
+// datumRow is a ColumnSource over a full image held as datums by column
+// offset.
+type datumRow []value.Datum
+
+func (r datumRow) Column(offset int, col *model.ColumnInfo) (value.Datum, error) {
+	if offset < 0 || offset >= len(r) {
+		return value.Datum{}, fmt.Errorf("column %q at offset %d outside the image (%d values)", col.Name.O, offset, len(r))
+	}
+	return r[offset], nil
+}
+
+// RowDocument lowers one full row image of table ti (datums by column
+// offset, rowKey its record key) to the canonical primary key and fields
+// the bridge ingests for it (N15-N19), through the same conversion the
+// row path uses. Consistency checks compare an upstream snapshot with the
+// emulator's documents through it, so every field type compares exactly.
+func RowDocument(ti *model.TableInfo, rowKey []byte, datums []value.Datum) (string, map[string]*apiv1.Value, error) {
+	s, err := buildShape(ti, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	var c rowCopier
+	defer func() {
+		if c.slab.cur != nil {
+			c.slab.cur.release()
+		}
+	}()
+	if err := c.copyImage(s, ti, datumRow(datums), rowKey, ti.ID, 0, false); err != nil {
+		return "", nil, err
+	}
+	if err := c.buildKey(s); err != nil {
+		return "", nil, err
+	}
+	m := c.own(s, 1, apiv1.MutationKind_MUTATION_KIND_UPSERT, true)
+	defer m.release()
+	data := append([]byte(nil), m.data...)
+	var alloc protoAlloc
+	pm := alloc.toProto(&m, 1, string(data), data)
+	return pm.GetPrimaryKey(), pm.GetFields(), nil
+}
