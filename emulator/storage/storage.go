@@ -12,9 +12,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -42,7 +44,8 @@ var (
 
 // Document record prefixes.
 const (
-	recLive      = 'D'
+	recLive      = 'D' // protobuf Document (read only)
+	recRow       = 'R' // compact row encoding
 	recTombstone = 'T'
 )
 
@@ -186,23 +189,258 @@ func (t *Tx) DeleteEntry(collection, pk string) error {
 	return b.Delete([]byte(pk))
 }
 
-// EncodeEntry appends the record form of e to dst. It fails only for
-// values protobuf cannot encode (invalid UTF-8), which ingest rejects first.
+// EncodeEntry appends the record form of e to dst: 'T' + version for a
+// tombstone, 'R' + a compact row encoding for a live document (written
+// without reflection: this runs for every row of every batch). Records of
+// the older protobuf form 'D' are still read.
 func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 	if e.Deleted {
 		dst = append(dst, recTombstone)
 		return binary.AppendUvarint(dst, e.Version), nil
 	}
-	dst = append(dst, recLive)
-	doc := &apiv1.Document{Fields: e.Fields, CommitTs: e.Version, SourcePartition: e.Partition}
-	out, err := proto.MarshalOptions{}.MarshalAppend(dst, doc)
-	if err != nil {
-		return nil, fmt.Errorf("marshal document: %w", err)
+	size := 1 + 2*binary.MaxVarintLen64 + len(e.Partition)
+	for name, v := range e.Fields {
+		size += 2*binary.MaxVarintLen64 + len(name) + 1 + valueSize(v)
 	}
-	return out, nil
+	if dst == nil {
+		dst = make([]byte, 0, size)
+	}
+	dst = append(dst, recRow)
+	dst = binary.AppendUvarint(dst, e.Version)
+	if !utf8.ValidString(e.Partition) {
+		return nil, errors.New("partition is not valid UTF-8")
+	}
+	dst = appendString(dst, e.Partition)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Fields)))
+	for name, v := range e.Fields {
+		if !utf8.ValidString(name) {
+			return nil, fmt.Errorf("field name %q is not valid UTF-8", name)
+		}
+		dst = appendString(dst, name)
+		var err error
+		if dst, err = appendValue(dst, v); err != nil {
+			return nil, fmt.Errorf("field %q: %w", name, err)
+		}
+	}
+	return dst, nil
 }
 
-// DecodeEntry parses a record written by EncodeEntry.
+// Value kinds in the row encoding.
+const (
+	kindUnset byte = iota
+	kindNull
+	kindInt64
+	kindUint64
+	kindDouble
+	kindString
+	kindBytes
+	kindBool
+	kindJSON
+	kindVector
+)
+
+func valueSize(v *apiv1.Value) int {
+	switch k := v.GetKind().(type) {
+	case *apiv1.Value_StringValue:
+		return binary.MaxVarintLen64 + len(k.StringValue)
+	case *apiv1.Value_JsonValue:
+		return binary.MaxVarintLen64 + len(k.JsonValue)
+	case *apiv1.Value_BytesValue:
+		return binary.MaxVarintLen64 + len(k.BytesValue)
+	case *apiv1.Value_VectorValue:
+		return binary.MaxVarintLen64 + 4*len(k.VectorValue.GetValues())
+	}
+	return binary.MaxVarintLen64
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendValue(dst []byte, v *apiv1.Value) ([]byte, error) {
+	switch k := v.GetKind().(type) {
+	case nil:
+		return append(dst, kindUnset), nil
+	case *apiv1.Value_NullValue:
+		return append(dst, kindNull), nil
+	case *apiv1.Value_Int64Value:
+		return binary.AppendVarint(append(dst, kindInt64), k.Int64Value), nil
+	case *apiv1.Value_Uint64Value:
+		return binary.AppendUvarint(append(dst, kindUint64), k.Uint64Value), nil
+	case *apiv1.Value_DoubleValue:
+		return binary.LittleEndian.AppendUint64(append(dst, kindDouble), math.Float64bits(k.DoubleValue)), nil
+	case *apiv1.Value_StringValue:
+		if !utf8.ValidString(k.StringValue) {
+			return nil, errors.New("string value is not valid UTF-8")
+		}
+		return appendString(append(dst, kindString), k.StringValue), nil
+	case *apiv1.Value_BytesValue:
+		dst = binary.AppendUvarint(append(dst, kindBytes), uint64(len(k.BytesValue)))
+		return append(dst, k.BytesValue...), nil
+	case *apiv1.Value_BoolValue:
+		b := byte(0)
+		if k.BoolValue {
+			b = 1
+		}
+		return append(dst, kindBool, b), nil
+	case *apiv1.Value_JsonValue:
+		if !utf8.ValidString(k.JsonValue) {
+			return nil, errors.New("json value is not valid UTF-8")
+		}
+		return appendString(append(dst, kindJSON), k.JsonValue), nil
+	case *apiv1.Value_VectorValue:
+		vals := k.VectorValue.GetValues()
+		dst = binary.AppendUvarint(append(dst, kindVector), uint64(len(vals)))
+		for _, x := range vals {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
+		}
+		return dst, nil
+	}
+	return nil, fmt.Errorf("unknown value kind %T", v.GetKind())
+}
+
+// rowReader decodes the row encoding; every read is bounds-checked and the
+// first error sticks, naming the offset.
+type rowReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *rowReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("storage: bad row record at offset %d: %s", r.off, what)
+	}
+}
+
+func (r *rowReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad uvarint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *rowReader) bytes(n uint64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)-r.off) {
+		r.fail(fmt.Sprintf("length %d exceeds the %d bytes left", n, len(r.b)-r.off))
+		return nil
+	}
+	out := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return out
+}
+
+func (r *rowReader) text(what string) string {
+	b := r.bytes(r.uvarint())
+	if r.err == nil && !utf8.Valid(b) {
+		r.fail(what + " is not valid UTF-8")
+	}
+	return string(b)
+}
+
+func (r *rowReader) value() *apiv1.Value {
+	kb := r.bytes(1)
+	if r.err != nil {
+		return nil
+	}
+	v := &apiv1.Value{}
+	switch kb[0] {
+	case kindUnset:
+	case kindNull:
+		v.Kind = &apiv1.Value_NullValue{NullValue: true}
+	case kindInt64:
+		x, n := binary.Varint(r.b[r.off:])
+		if n <= 0 {
+			r.fail("bad varint")
+			return nil
+		}
+		r.off += n
+		v.Kind = &apiv1.Value_Int64Value{Int64Value: x}
+	case kindUint64:
+		v.Kind = &apiv1.Value_Uint64Value{Uint64Value: r.uvarint()}
+	case kindDouble:
+		b := r.bytes(8)
+		if r.err != nil {
+			return nil
+		}
+		v.Kind = &apiv1.Value_DoubleValue{DoubleValue: math.Float64frombits(binary.LittleEndian.Uint64(b))}
+	case kindString:
+		v.Kind = &apiv1.Value_StringValue{StringValue: r.text("string value")}
+	case kindBytes:
+		v.Kind = &apiv1.Value_BytesValue{BytesValue: append([]byte(nil), r.bytes(r.uvarint())...)}
+	case kindBool:
+		b := r.bytes(1)
+		if r.err != nil {
+			return nil
+		}
+		if b[0] > 1 {
+			r.fail(fmt.Sprintf("bool byte %d", b[0]))
+			return nil
+		}
+		v.Kind = &apiv1.Value_BoolValue{BoolValue: b[0] == 1}
+	case kindJSON:
+		v.Kind = &apiv1.Value_JsonValue{JsonValue: r.text("json value")}
+	case kindVector:
+		n := r.uvarint()
+		raw := r.bytes(n * 4)
+		if r.err != nil || n > uint64(len(r.b)) {
+			r.fail("vector length")
+			return nil
+		}
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		v.Kind = &apiv1.Value_VectorValue{VectorValue: &apiv1.FloatVector{Values: vals}}
+	default:
+		r.fail(fmt.Sprintf("unknown value kind %d", kb[0]))
+		return nil
+	}
+	return v
+}
+
+func decodeRow(b []byte) (*docstore.Entry, error) {
+	r := &rowReader{b: b, off: 1}
+	e := &docstore.Entry{Version: r.uvarint(), Partition: r.text("partition")}
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(b)) {
+		r.fail(fmt.Sprintf("field count %d exceeds the record size", n))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	e.Fields = make(map[string]*apiv1.Value, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		name := r.text("field name")
+		v := r.value()
+		if r.err == nil {
+			if _, dup := e.Fields[name]; dup {
+				r.fail(fmt.Sprintf("duplicate field %q", name))
+			}
+			e.Fields[name] = v
+		}
+	}
+	if r.err == nil && r.off != len(b) {
+		r.fail(fmt.Sprintf("%d trailing bytes", len(b)-r.off))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return e, nil
+}
+
+// DecodeEntry parses a record written by EncodeEntry (or the older 'D'
+// protobuf form).
 func DecodeEntry(b []byte) (*docstore.Entry, error) {
 	if len(b) == 0 {
 		return nil, errors.New("storage: empty document record")
@@ -214,6 +452,8 @@ func DecodeEntry(b []byte) (*docstore.Entry, error) {
 			return nil, fmt.Errorf("storage: bad tombstone record (%d bytes)", len(b))
 		}
 		return &docstore.Entry{Version: v, Deleted: true}, nil
+	case recRow:
+		return decodeRow(b)
 	case recLive:
 		var doc apiv1.Document
 		if err := proto.Unmarshal(b[1:], &doc); err != nil {

@@ -97,6 +97,15 @@ func FuzzDecodeEntry(f *testing.F) {
 	d1, _ := EncodeEntry(nil, &docstore.Entry{Version: 3, Partition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_Int64Value{Int64Value: 1}}}})
 	f.Add(t1)
 	f.Add(d1)
+	r1, _ := EncodeEntry(nil, &docstore.Entry{Version: 9, Partition: "table:2", Fields: map[string]*apiv1.Value{
+		"n": {}, "z": {Kind: &apiv1.Value_NullValue{NullValue: true}}, "i": {Kind: &apiv1.Value_Int64Value{Int64Value: -3}},
+		"u": {Kind: &apiv1.Value_Uint64Value{Uint64Value: 7}}, "d": {Kind: &apiv1.Value_DoubleValue{DoubleValue: 1.5}},
+		"s": {Kind: &apiv1.Value_StringValue{StringValue: "x"}}, "b": {Kind: &apiv1.Value_BytesValue{BytesValue: []byte{0, 1}}},
+		"t": {Kind: &apiv1.Value_BoolValue{BoolValue: true}}, "j": {Kind: &apiv1.Value_JsonValue{JsonValue: "{}"}},
+		"v": {Kind: &apiv1.Value_VectorValue{VectorValue: &apiv1.FloatVector{Values: []float32{1, -2}}}}}})
+	f.Add(r1)
+	dseed, _ := proto.Marshal(&apiv1.Document{CommitTs: 4, SourcePartition: "table:1", Fields: map[string]*apiv1.Value{"a": {Kind: &apiv1.Value_StringValue{StringValue: "q"}}}})
+	f.Add(append([]byte{'D'}, dseed...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {
@@ -107,8 +116,19 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encode of decoded %x: %v", b, err)
 		}
 		again, err := DecodeEntry(enc)
-		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted {
+		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted || again.Partition != e.Partition || len(again.Fields) != len(e.Fields) {
 			t.Fatalf("re-encode of %x: %+v vs %+v (%v)", b, again, e, err)
+		}
+		for name, v := range e.Fields {
+			// The row form keeps values, not unknown protobuf fields of
+			// legacy 'D' records.
+			v.ProtoReflect().SetUnknown(nil)
+			if vv := v.GetVectorValue(); vv != nil {
+				vv.ProtoReflect().SetUnknown(nil)
+			}
+			if !proto.Equal(v, again.Fields[name]) {
+				t.Fatalf("field %q: %v vs %v", name, v, again.Fields[name])
+			}
 		}
 	})
 }
@@ -133,5 +153,33 @@ func TestOpenLocked(t *testing.T) {
 	defer func() { lockTimeout = old }()
 	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("second open: %v", err)
+	}
+}
+
+// Every value kind survives the row encoding.
+func TestRowEncodingAllKinds(t *testing.T) {
+	e := &docstore.Entry{Version: 9, Partition: "table:2", Fields: map[string]*apiv1.Value{
+		"n": {}, "z": {Kind: &apiv1.Value_NullValue{NullValue: true}}, "i": {Kind: &apiv1.Value_Int64Value{Int64Value: -3}},
+		"u": {Kind: &apiv1.Value_Uint64Value{Uint64Value: 1 << 63}}, "d": {Kind: &apiv1.Value_DoubleValue{DoubleValue: -1.5e300}},
+		"s": {Kind: &apiv1.Value_StringValue{StringValue: "héllo"}}, "b": {Kind: &apiv1.Value_BytesValue{BytesValue: []byte{0, 0xff}}},
+		"t": {Kind: &apiv1.Value_BoolValue{BoolValue: true}}, "f": {Kind: &apiv1.Value_BoolValue{}}, "j": {Kind: &apiv1.Value_JsonValue{JsonValue: `{"a":[1]}`}},
+		"v": {Kind: &apiv1.Value_VectorValue{VectorValue: &apiv1.FloatVector{Values: []float32{1, -2, 0.25}}}}}}
+	enc, err := EncodeEntry(nil, e)
+	if err != nil || enc[0] != 'R' {
+		t.Fatalf("encode: %v", err)
+	}
+	got, err := DecodeEntry(enc)
+	if err != nil || got.Version != 9 || got.Partition != "table:2" || len(got.Fields) != len(e.Fields) {
+		t.Fatalf("decode: %+v %v", got, err)
+	}
+	for name, v := range e.Fields {
+		if !proto.Equal(v, got.Fields[name]) {
+			t.Fatalf("field %q: %v vs %v", name, v, got.Fields[name])
+		}
+	}
+	for i := 1; i < len(enc); i++ {
+		if _, err := DecodeEntry(enc[:i]); err == nil {
+			t.Fatalf("truncated record (%d of %d bytes) accepted", i, len(enc))
+		}
 	}
 }
