@@ -104,8 +104,15 @@ type grpcSub struct {
 	reqID   uint64
 	span    kvevent.Span
 	puller  *SpanPuller
-	retryAt time.Time
 	regions map[uint64]liveRegion
+	// delayed are sub-spans in backoff (busy, congested, unknown error):
+	// pieces overlapping one are not re-subscribed before its time.
+	delayed []delayedRange
+}
+
+type delayedRange struct {
+	span  kvevent.Span
+	until time.Time
 }
 
 type liveRegion struct {
@@ -352,10 +359,7 @@ func (s *GRPCSource) subscribeHoles() {
 	s.pending = false
 	now := s.cfg.Now()
 	for _, sub := range s.all {
-		if now.Before(sub.retryAt) {
-			s.pending = true
-			continue
-		}
+		sub.pruneDelays(now)
 		for _, h := range sub.puller.Holes() {
 			if !s.subscribeHole(sub, h, now) {
 				s.pending = true
@@ -384,6 +388,10 @@ func (s *GRPCSource) subscribeHole(sub *grpcSub, h Hole, now time.Time) bool {
 			complete = false // a gap in what the locator returned
 		}
 		next = piece.EndKey
+		if sub.isDelayed(piece, now) {
+			complete = false
+			continue
+		}
 		if r.LeaderStoreID == 0 || r.LeaderAddr == "" {
 			s.cfg.Locator.UpdateLeader(r, nil)
 			complete = false
@@ -573,11 +581,11 @@ func (s *GRPCSource) onRetry(sub *grpcSub, r *RegionRetry) {
 		if r.Err != nil && r.Err.ServerIsBusy != nil && r.Err.ServerIsBusy.BackoffMs > 0 {
 			d = time.Duration(r.Err.ServerIsBusy.BackoffMs) * time.Millisecond
 		}
-		sub.backoff(now.Add(d))
+		sub.backoff(r.Span, now.Add(d))
 	case RetryCongested:
-		sub.backoff(now.Add(s.cfg.BusyBackoff))
+		sub.backoff(r.Span, now.Add(s.cfg.BusyBackoff))
 	case RetryUnknownError:
-		sub.backoff(now.Add(s.cfg.RegionRetryInterval))
+		sub.backoff(r.Span, now.Add(s.cfg.RegionRetryInterval))
 	case RetryMatcherQuota:
 		// TiKV still streams the region: drop it there before asking
 		// again, or the new request would be a duplicate.
@@ -590,15 +598,36 @@ func (s *GRPCSource) onRetry(sub *grpcSub, r *RegionRetry) {
 				s.stats.Deregisters.Add(1)
 			}
 		}
-		sub.backoff(now.Add(s.cfg.BusyBackoff))
+		sub.backoff(r.Span, now.Add(s.cfg.BusyBackoff))
 	}
 	s.dirty = true
 }
 
-func (sub *grpcSub) backoff(until time.Time) {
-	if until.After(sub.retryAt) {
-		sub.retryAt = until
+// backoff keeps span (a failed region's sub-span) out of re-subscription
+// until the given time; the rest of the span's holes are not held back.
+func (sub *grpcSub) backoff(span kvevent.Span, until time.Time) {
+	sub.delayed = append(sub.delayed, delayedRange{span: cloneSpan(span), until: until})
+}
+
+func (sub *grpcSub) pruneDelays(now time.Time) {
+	keep := sub.delayed[:0]
+	for _, d := range sub.delayed {
+		if now.Before(d.until) {
+			keep = append(keep, d)
+		}
 	}
+	sub.delayed = keep
+}
+
+func (sub *grpcSub) isDelayed(piece kvevent.Span, now time.Time) bool {
+	for _, d := range sub.delayed {
+		if now.Before(d.until) {
+			if _, overlap := Intersect(d.span, piece); overlap {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // failStream gives up a stream: every region on it is failed back to its

@@ -527,3 +527,33 @@ func TestGRPCNoLeakedGoroutines(t *testing.T) {
 
 var _ = sort.Strings
 var _ = metapb.Peer{}
+
+// T7: server_is_busy holds back only the failed region's sub-span for
+// backoff_ms (on the injected clock); other holes of the span are
+// re-subscribed at once.
+func TestGRPCBusyBackoffIsPerRange(t *testing.T) {
+	c := newDblCluster(t, 2, false)
+	c.split(1, 2, rawKey(1, 50))
+	clk := &fakeClock{}
+	clk.ms.Store(1000)
+	rs := startGRPCSource(t, TransportConfig{ClusterID: c.clusterID, Locator: c.locator, Now: clk.now})
+	rs.subscribe(t, context.Background(), 1, tableSpan(1), tsAt(1000))
+	eventually(t, "registered", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.regs) == 2 })
+	regsOf := func(id uint64) int {
+		return c.requestCount(func(r *cdcpb.ChangeDataRequest) bool { return r.RegionId == id && r.Request != nil && r.GetRegister() != nil })
+	}
+	before2 := regsOf(2)
+	c.failRegion(2, &cdcpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{BackoffMs: 1000}})
+	c.setLeader(1, 2) // not_leader: retried at once
+	eventually(t, "region 1 back", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.regs) == 1 && c.regs[0].regionID == 1
+	})
+	time.Sleep(50 * time.Millisecond) // many retry ticks
+	if regsOf(2) != before2 {
+		t.Fatalf("region 2 re-subscribed during its busy backoff")
+	}
+	clk.ms.Add(1001)
+	eventually(t, "region 2 back after backoff_ms", func() bool { return regsOf(2) == before2+1 })
+}
