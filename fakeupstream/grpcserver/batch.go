@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"io"
 
@@ -74,8 +75,22 @@ func (t *tikvServer) dispatch(ctx context.Context, r *tikvpb.BatchCommandsReques
 	case *tikvpb.BatchCommandsRequest_Request_TxnHeartBeat:
 		x, err := t.KvTxnHeartBeat(ctx, c.TxnHeartBeat)
 		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_TxnHeartBeat{TxnHeartBeat: x}}, err
+	case *tikvpb.BatchCommandsRequest_Request_Prewrite:
+		x, err := t.KvPrewrite(ctx, c.Prewrite)
+		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_Prewrite{Prewrite: x}}, err
+	case *tikvpb.BatchCommandsRequest_Request_Commit:
+		x, err := t.KvCommit(ctx, c.Commit)
+		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_Commit{Commit: x}}, err
+	case *tikvpb.BatchCommandsRequest_Request_BatchRollback:
+		x, err := t.KvBatchRollback(ctx, c.BatchRollback)
+		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_BatchRollback{BatchRollback: x}}, err
+	case *tikvpb.BatchCommandsRequest_Request_Cleanup:
+		x, err := t.KvCleanup(ctx, c.Cleanup)
+		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_Cleanup{Cleanup: x}}, err
 	case *tikvpb.BatchCommandsRequest_Request_Empty:
 		return &R{Cmd: &tikvpb.BatchCommandsResponse_Response_Empty{Empty: &tikvpb.BatchCommandsEmptyResponse{TestId: c.Empty.GetTestId()}}}, nil
 	}
-	return nil, status.Errorf(codes.Unimplemented, "fake tikv: batch command %T is not served", r.GetCmd())
+	err := status.Errorf(codes.Unimplemented, "fake tikv: batch command %T is not served", r.GetCmd())
+	t.s.noteUnimplemented(fmt.Sprintf("/tikvpb.Tikv/BatchCommands(%T)", r.GetCmd()), err)
+	return nil, err
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/stretchr/testify/require"
 	"github.com/tikv/client-go/v2/tikv"
@@ -252,5 +253,62 @@ func TestTxnKVClient(t *testing.T) {
 	got, err := cli.GetSnapshot(ts).Get(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, want, got.Value)
+	require.Empty(t, s.Unimplemented())
+}
+
+// TestClientGoWrites: client-go's optimistic 2PC commits through the fake
+// (prewrite, commit, region routing across stores), a conflicting txn is
+// refused, and a raw EventFeed sees the PREWRITE/COMMIT pair. (G44)
+func TestClientGoWrites(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 17, Stores: 2})
+	_, tid := sqlTable(t, c, 0)
+	key := func(h int64) []byte { return tablecodec.EncodeIntRecordKey(nil, tid, h) }
+	_, _, err := c.SplitRaw(key(50))
+	require.NoError(t, err)
+	require.NoError(t, c.TransferLeader(c.LocateRaw(key(60)).ID, 2))
+	start, end := tableSpan(tid)
+	cp := c.Oracle().Next()
+	fc := openFeed(t, s, 1, feedV2Mux)
+	left := c.LocateRaw(key(1))
+	fc.send(register(s, left, 1, cp, start, end, "8.5.0"))
+	fc.waitFor("INITIALIZED", func(evs []*cdcpbEvents) bool { return countType(rowsOf(evs, left.ID, 1), cdcpbInitialized) == 1 })
+
+	store := newKVStore(t, s)
+	ctx := testCtx(t)
+	txn, err := store.Begin()
+	require.NoError(t, err)
+	require.NoError(t, txn.Set(key(1), []byte("one")))
+	require.NoError(t, txn.Set(key(60), []byte("sixty")))
+	require.NoError(t, txn.Delete(key(2)))
+	require.NoError(t, txn.Commit(ctx))
+	commitTs := txn.CommitTS()
+	require.NotZero(t, commitTs)
+	// client-go commits secondaries in the background after the primary.
+	require.Eventually(t, func() bool { return len(c.ScanLocks(nil, nil, ^uint64(0))) == 0 }, 5*time.Second, 5*time.Millisecond)
+	for h, want := range map[int64]string{1: "one", 60: "sixty"} {
+		v, err := c.Get(ctx, key(h), c.Oracle().Next())
+		require.NoError(t, err)
+		require.Equal(t, want, string(v))
+	}
+	fc.waitFor("PREWRITE and COMMIT of key 1", func(evs []*cdcpbEvents) bool {
+		rows := rowsOf(evs, left.ID, 1)
+		pre, com := false, false
+		for _, r := range rows {
+			if string(r.Key) == string(key(1)) {
+				pre = pre || r.Type == cdcpb.Event_PREWRITE
+				com = com || (r.Type == cdcpb.Event_COMMIT && r.CommitTs == commitTs)
+			}
+		}
+		return pre && com
+	})
+
+	// Write conflict: a txn that started before the commit above fails.
+	old, err := store.Begin(tikv.WithStartTS(commitTs - 1))
+	require.NoError(t, err)
+	require.NoError(t, old.Set(key(1), []byte("stale")))
+	require.Error(t, old.Commit(ctx))
+	v, err := c.Get(ctx, key(1), c.Oracle().Next())
+	require.NoError(t, err)
+	require.Equal(t, "one", string(v))
 	require.Empty(t, s.Unimplemented())
 }

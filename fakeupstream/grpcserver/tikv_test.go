@@ -120,11 +120,12 @@ func TestBatchCommands(t *testing.T) {
 
 	require.NoError(t, st.Send(&tikvpb.BatchCommandsRequest{
 		RequestIds: []uint64{13},
-		Requests:   []*tikvpb.BatchCommandsRequest_Request{{Cmd: &tikvpb.BatchCommandsRequest_Request_Prewrite{Prewrite: &kvrpcpb.PrewriteRequest{}}}},
+		Requests:   []*tikvpb.BatchCommandsRequest_Request{{Cmd: &tikvpb.BatchCommandsRequest_Request_PessimisticLock{PessimisticLock: &kvrpcpb.PessimisticLockRequest{}}}},
 	}))
 	_, err = st.Recv()
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, 1, s.Unimplemented()["/tikvpb.Tikv/BatchCommands"], "G3: recorded")
+	require.Equal(t, 1, s.Unimplemented()["/tikvpb.Tikv/BatchCommands(*tikvpb.BatchCommandsRequest_Request_PessimisticLock)"], "G3: names the command")
 }
 
 // TestCloseLeaksNothing: Close ends open streams and every server
