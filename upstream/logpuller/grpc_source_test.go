@@ -540,7 +540,9 @@ func TestGRPCBusyBackoffIsPerRange(t *testing.T) {
 	rs.subscribe(t, context.Background(), 1, tableSpan(1), tsAt(1000))
 	eventually(t, "registered", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.regs) == 2 })
 	regsOf := func(id uint64) int {
-		return c.requestCount(func(r *cdcpb.ChangeDataRequest) bool { return r.RegionId == id && r.Request != nil && r.GetRegister() != nil })
+		return c.requestCount(func(r *cdcpb.ChangeDataRequest) bool {
+			return r.RegionId == id && r.Request != nil && r.GetRegister() != nil
+		})
 	}
 	before2 := regsOf(2)
 	c.failRegion(2, &cdcpb.Error{ServerIsBusy: &errorpb.ServerIsBusy{BackoffMs: 1000}})
