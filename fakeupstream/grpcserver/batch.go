@@ -2,8 +2,8 @@ package grpcserver
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/pingcap/kvproto/pkg/tikvpb"
