@@ -2,9 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"google.golang.org/protobuf/proto"
 
@@ -182,4 +185,87 @@ func TestRowEncodingAllKinds(t *testing.T) {
 			t.Fatalf("truncated record (%d of %d bytes) accepted", i, len(enc))
 		}
 	}
+}
+
+func TestDocKey(t *testing.T) {
+	for _, pk := range []string{"", "1", "999", "1000", string(make([]byte, 300))} {
+		got, err := decodeDocKey(docKey(pk))
+		if err != nil || got != pk {
+			t.Fatalf("round trip %q: %q %v", pk, got, err)
+		}
+	}
+	// Non-negative integer keys sort numerically.
+	if bytes.Compare(docKey("999"), docKey("1000")) >= 0 || bytes.Compare(docKey("123999"), docKey("124000")) >= 0 {
+		t.Fatal("integer keys must sort numerically")
+	}
+	for _, bad := range [][]byte{nil, {5, 'a'}, {0x80}, {0x80, 0x00}} {
+		if _, err := decodeDocKey(bad); err == nil {
+			t.Fatalf("decodeDocKey(%x) accepted", bad)
+		}
+	}
+}
+
+func FuzzDecodeDocKey(f *testing.F) {
+	f.Add(docKey("12"))
+	f.Add([]byte{0x80, 0x00})
+	f.Fuzz(func(t *testing.T, k []byte) {
+		pk, err := decodeDocKey(k)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(docKey(pk), k) {
+			t.Fatalf("non-canonical key accepted: %x", k)
+		}
+	})
+}
+
+// A format-1 file (raw document keys) is still read and written.
+func TestFormat1RawKeys(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turn it into a format-1 file holding one raw-key document.
+	err = db.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketMeta).Put(keyFormat, []byte(formatRawKeys)); err != nil {
+			return err
+		}
+		b, err := tx.Bucket(bucketDocs).CreateBucket([]byte("c"))
+		if err != nil {
+			return err
+		}
+		v, _ := EncodeEntry(nil, &docstore.Entry{Version: 3, Deleted: true})
+		return b.Put([]byte("old"), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *Tx) error {
+		return tx.PutEntry("c", "new", &docstore.Entry{Version: 4, Deleted: true})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	if _, err := db.Load(func(_, pk string, e *docstore.Entry) error { got[pk] = e.Version; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["old"] != 3 || got["new"] != 4 {
+		t.Fatalf("format-1 file: %v", got)
+	}
+	// An unknown format is refused.
+	db.Close()
+	b, _ := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	_ = b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFormat, []byte("9")) })
+	b.Close()
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Fatalf("unknown format: %v", err)
+	}
+	db, _ = Open(t.TempDir()) // keep the deferred Close valid
 }
