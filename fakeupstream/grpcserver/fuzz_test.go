@@ -39,7 +39,7 @@ func offlineServers(t testing.TB) *Servers {
 type unmarshaler interface{ Unmarshal([]byte) error }
 
 // FuzzTiKVRequests: no KV handler panics on any request (arbitrary
-// regions, epochs, keys, ranges, timestamps, limits). (G31-G43)
+// regions, epochs, keys, ranges, timestamps, limits, writes). (G31-G44)
 func FuzzTiKVRequests(f *testing.F) {
 	rc := &kvrpcpb.Context{RegionId: 1, RegionEpoch: &metapb.RegionEpoch{ConfVer: 1, Version: 2}}
 	seeds := []unmarshaler{
@@ -47,6 +47,9 @@ func FuzzTiKVRequests(f *testing.F) {
 		&kvrpcpb.ScanRequest{Context: rc, StartKey: []byte("z"), EndKey: []byte("a"), Limit: 3, Version: 1 << 62, Reverse: true},
 		&kvrpcpb.ScanLockRequest{Context: rc, StartKey: []byte("b"), MaxVersion: 1 << 62},
 		&kvrpcpb.ResolveLockRequest{Context: rc, StartVersion: 5, CommitVersion: 3},
+		&kvrpcpb.GetRequest{}, &kvrpcpb.GetRequest{}, &kvrpcpb.GetRequest{}, &kvrpcpb.GetRequest{},
+		&kvrpcpb.PrewriteRequest{Context: rc, Mutations: []*kvrpcpb.Mutation{{Op: kvrpcpb.Op_Insert, Key: []byte("a")}}, PrimaryLock: []byte("a"), StartVersion: 1 << 62},
+		&kvrpcpb.CommitRequest{Context: rc, Keys: [][]byte{[]byte("l")}, StartVersion: 1, CommitVersion: 1},
 	}
 	for i, s := range seeds {
 		b, err := s.(interface{ Marshal() ([]byte, error) }).Marshal()
@@ -59,7 +62,7 @@ func FuzzTiKVRequests(f *testing.F) {
 	kv := &tikvServer{s: s, storeID: 1}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
-		switch kind % 8 {
+		switch kind % 12 {
 		case 0:
 			r := &kvrpcpb.GetRequest{}
 			if r.Unmarshal(data) == nil {
@@ -99,6 +102,26 @@ func FuzzTiKVRequests(f *testing.F) {
 			r := &kvrpcpb.TxnHeartBeatRequest{}
 			if r.Unmarshal(data) == nil {
 				_, _ = kv.KvTxnHeartBeat(ctx, r)
+			}
+		case 8:
+			r := &kvrpcpb.PrewriteRequest{}
+			if r.Unmarshal(data) == nil {
+				_, _ = kv.KvPrewrite(ctx, r)
+			}
+		case 9:
+			r := &kvrpcpb.CommitRequest{}
+			if r.Unmarshal(data) == nil {
+				_, _ = kv.KvCommit(ctx, r)
+			}
+		case 10:
+			r := &kvrpcpb.BatchRollbackRequest{}
+			if r.Unmarshal(data) == nil {
+				_, _ = kv.KvBatchRollback(ctx, r)
+			}
+		case 11:
+			r := &kvrpcpb.CleanupRequest{}
+			if r.Unmarshal(data) == nil {
+				_, _ = kv.KvCleanup(ctx, r)
 			}
 		}
 	})
