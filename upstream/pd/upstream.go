@@ -3,6 +3,7 @@ package pd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
@@ -73,4 +74,19 @@ func (u *Upstream) Close() error {
 		return fmt.Errorf("pd: close upstream: %w", err)
 	}
 	return nil
+}
+
+// HoldGC registers the adapter's service GC safe point at startTs − 1
+// (failing with ErrStartTsBeforeGC when GC already passed it). The caller
+// reports checkpoints with Advance and runs the keeper's Run loop, which
+// renews the hold and removes it on a clean stop (P4-P7).
+func (u *Upstream) HoldGC(ctx context.Context, cfg ServiceSafePointConfig, startTs uint64) (*ServiceSafePoint, error) {
+	k, err := NewServiceSafePoint(u.PD.PD(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Register(ctx, startTs, time.Now().UnixMilli()); err != nil {
+		return nil, err
+	}
+	return k, nil
 }

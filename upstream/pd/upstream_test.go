@@ -55,6 +55,18 @@ func TestOpenUpstreamSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold, err := u.HoldGC(ctx, pd.ServiceSafePointConfig{ServiceID: "sfemu-upstream-test"}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := hold.Remove(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	if hold.Held() != start-1 {
+		t.Fatalf("held %d, want %d", hold.Held(), start-1)
+	}
 	p := tablecodec.EncodeRecordPrefix(nil, 3)
 	span := kvevent.Span{StartKey: codec.EncodeBytes(nil, p), EndKey: codec.EncodeBytes(nil, tablecodec.PrefixNext(p))}
 	cons := &lastResolved{rows: make(chan int, 16), resolved: make(chan uint64, 1)}
