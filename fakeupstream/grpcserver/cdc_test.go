@@ -401,6 +401,15 @@ func TestEventFeedStoreDown(t *testing.T) {
 	again := openFeed(t, s, 1, feedV2Mux)
 	<-again.done
 	require.Equal(t, codes.Unavailable, status.Code(again.err), "%v", again.err)
+
+	// Back up: streams are served again; the leader stayed on store 2.
+	require.NoError(t, c.StoreUp(1))
+	back := openFeed(t, s, 1, feedV2Mux)
+	back.send(register(s, r, 3, cp, start, end, "8.5.0"))
+	back.waitFor("not_leader from the revived store", func(evs []*cdcpb.ChangeDataEvent) bool {
+		es := errorsOf(evs, r.ID, 3)
+		return len(es) == 1 && es[0].NotLeader != nil && es[0].NotLeader.Leader.GetStoreId() == 2
+	})
 }
 
 type cdcpbEvents = cdcpb.ChangeDataEvent
