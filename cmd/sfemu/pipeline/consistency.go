@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
@@ -17,16 +20,24 @@ import (
 // Diff is one difference between an upstream table at a ts and its
 // collection.
 type Diff struct {
-	Table TableRef
-	Key   string // the row's "id" column as text, "" for table-level diffs
-	What  string
+	Table      TableRef
+	Collection string
+	// Key is the document's canonical primary key (E14), "" for
+	// table-level diffs.
+	Key string
+	// Field, Expected and Actual are set for a field whose value differs:
+	// Expected is the upstream value, Actual the collection's, both as the
+	// emulator value it is (or should be) stored as.
+	Field            string
+	Expected, Actual string
+	What             string
 }
 
 func (d Diff) String() string {
 	if d.Key == "" {
-		return fmt.Sprintf("%s: %s", d.Table, d.What)
+		return fmt.Sprintf("%s (collection %s): %s", d.Table, d.Collection, d.What)
 	}
-	return fmt.Sprintf("%s id=%s: %s", d.Table, d.Key, d.What)
+	return fmt.Sprintf("%s (collection %s) pk=%s: %s", d.Table, d.Collection, d.Key, d.What)
 }
 
 // WaitSafe waits until every collection of tables has safe_ts >= ts, or
@@ -55,83 +66,91 @@ func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts
 }
 
 // CheckConsistency compares each table, read from the upstream by snapshot
-// at ts, with its collection's documents: the same set of rows (by the
-// table's "id" column), and for every integer and string column the same
-// value (a field missing from a document written before an ADD COLUMN
-// matches the column's origin default, emulator contract E28). Columns of
-// other types (decimal, time, JSON, vector, ...) are
-// checked for presence only: their document encodings are the normalize
-// bridge's business and have their own tests. The collection must have
-// safe_ts >= ts and the upstream no changes after ts.
+// at ts, with its collection's documents, exactly: the same set of primary
+// keys, and for every field the same value, where the upstream row is
+// lowered through the normalize bridge's own conversion
+// (normalize.RowDocument), so decimals, times, JSON, vectors, enums, sets,
+// bits and floats compare as the emulator stores them. A field missing
+// from a document written before an ADD COLUMN matches the column's origin
+// default (emulator contract E28); a field the upstream row does not have
+// is a difference. The collection must have safe_ts >= ts and the upstream
+// no changes after ts.
 func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator, tables []TableRef, ts uint64) ([]Diff, error) {
 	var diffs []Diff
 	for _, ref := range tables {
+		coll := ref.CollectionName()
 		snap, err := sqlfront.ReadTable(ctx, up.Cluster, ref.DB, ref.Table, ts)
 		if err != nil {
 			return nil, err
 		}
-		idOff := -1
-		for i, c := range snap.Table.Columns {
-			if c.Name.L == "id" {
-				idOff = i
-			}
+		cols := map[string]*model.ColumnInfo{}
+		for _, c := range snap.Table.Columns {
+			cols[c.Name.O] = c
 		}
-		if idOff < 0 {
-			return nil, fmt.Errorf("pipeline: table %s has no id column", ref)
-		}
-		docs, err := scanAll(ctx, emu, ref.CollectionName())
+		docs, err := scanAll(ctx, emu, coll)
 		if err != nil {
 			return nil, err
 		}
-		byID := map[string]*apiv1.Document{}
+		byKey := make(map[string]*apiv1.Document, len(docs))
 		for _, d := range docs {
-			byID[valueText(d.Fields["id"])] = d
+			byKey[d.PrimaryKey] = d
 		}
 		seen := map[string]bool{}
 		for _, row := range snap.Rows {
-			id, _ := datumText(row.Values[idOff])
-			seen[id] = true
-			doc := byID[id]
+			pk, want, err := normalize.RowDocument(snap.Table, row.Key, row.Values)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: %s row %x: %w", ref, row.Key, err)
+			}
+			seen[pk] = true
+			doc := byKey[pk]
 			if doc == nil {
-				diffs = append(diffs, Diff{ref, id, "row missing from the collection"})
+				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, What: "row missing from the collection"})
 				continue
 			}
-			for i, col := range snap.Table.Columns {
-				if col.Hidden || col.State != model.StatePublic {
-					continue
-				}
-				if i >= len(row.Values) {
-					continue
-				}
-				want, comparable := datumText(row.Values[i])
-				f, ok := doc.Fields[col.Name.L]
+			for _, name := range sortedNames(want) {
+				w := want[name]
+				got, ok := doc.Fields[name]
 				if !ok {
 					// E28: an ADDITIVE schema change keeps documents as
 					// stored, so a row untouched since an ADD COLUMN has
 					// no field for it while upstream reads the column's
 					// origin default (or NULL).
-					if comparable && want == originDefaultText(col) {
+					if c := cols[name]; c != nil && datumText(row.Values[c.Offset]) == originDefaultText(c) {
 						continue
 					}
-					diffs = append(diffs, Diff{ref, id, fmt.Sprintf("field %q missing (upstream %s)", col.Name.L, want)})
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: valueText(w), Actual: "<absent>",
+						What: fmt.Sprintf("field %q missing, expected %s", name, valueText(w))})
 					continue
 				}
-				if !comparable {
-					continue
+				if !proto.Equal(w, got) {
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: valueText(w), Actual: valueText(got),
+						What: fmt.Sprintf("field %q: expected %s, actual %s", name, valueText(w), valueText(got))})
 				}
-				if got := valueText(f); got != want {
-					diffs = append(diffs, Diff{ref, id, fmt.Sprintf("field %q = %s, upstream %s", col.Name.L, got, want)})
+			}
+			for _, name := range sortedNames(doc.Fields) {
+				if _, ok := want[name]; !ok {
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: "<absent>", Actual: valueText(doc.Fields[name]),
+						What: fmt.Sprintf("field %q = %s is not a column of the upstream row", name, valueText(doc.Fields[name]))})
 				}
 			}
 		}
-		for id := range byID {
-			if !seen[id] {
-				diffs = append(diffs, Diff{ref, id, "document has no upstream row"})
+		for _, d := range docs {
+			if !seen[d.PrimaryKey] {
+				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: d.PrimaryKey, What: "document has no upstream row"})
 			}
 		}
 	}
 	sort.Slice(diffs, func(i, j int) bool { return diffs[i].String() < diffs[j].String() })
 	return diffs, nil
+}
+
+func sortedNames(m map[string]*apiv1.Value) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func scanAll(ctx context.Context, emu *emulator.Emulator, coll string) ([]*apiv1.Document, error) {
@@ -150,41 +169,40 @@ func scanAll(ctx context.Context, emu *emulator.Emulator, coll string) ([]*apiv1
 	}
 }
 
-// datumText renders integer and string datums; comparable is false for
-// other kinds.
-func datumText(d value.Datum) (s string, comparable bool) {
-	switch d.Kind() {
-	case value.KindNull:
-		return "NULL", true
-	case value.KindInt64:
-		return strconv.FormatInt(d.GetInt64(), 10), true
-	case value.KindUint64:
-		return strconv.FormatUint(d.GetUint64(), 10), true
-	case value.KindString, value.KindBytes:
-		return d.GetString(), true
-	default:
-		return "", false
+// datumText is a datum's canonical text ("NULL" for SQL NULL).
+func datumText(d value.Datum) string {
+	if d.Kind() == value.KindNull {
+		return "NULL"
 	}
+	b, err := d.AppendText(nil)
+	if err != nil {
+		return fmt.Sprintf("<%s: %v>", d.Kind(), err)
+	}
+	return string(b)
 }
 
+// valueText renders an emulator value for diff messages; it tells kinds
+// apart (a string "1" is not the integer 1).
 func valueText(v *apiv1.Value) string {
 	switch k := v.GetKind().(type) {
 	case nil, *apiv1.Value_NullValue:
 		return "NULL"
 	case *apiv1.Value_Int64Value:
-		return strconv.FormatInt(k.Int64Value, 10)
+		return "int " + strconv.FormatInt(k.Int64Value, 10)
 	case *apiv1.Value_Uint64Value:
-		return strconv.FormatUint(k.Uint64Value, 10)
+		return "uint " + strconv.FormatUint(k.Uint64Value, 10)
 	case *apiv1.Value_StringValue:
-		return k.StringValue
+		return "string " + strconv.Quote(k.StringValue)
 	case *apiv1.Value_BytesValue:
-		return string(k.BytesValue)
+		return fmt.Sprintf("bytes %x", k.BytesValue)
 	case *apiv1.Value_DoubleValue:
-		return strconv.FormatFloat(k.DoubleValue, 'g', -1, 64)
+		return "double " + strconv.FormatFloat(k.DoubleValue, 'g', -1, 64)
 	case *apiv1.Value_BoolValue:
-		return strconv.FormatBool(k.BoolValue)
+		return "bool " + strconv.FormatBool(k.BoolValue)
 	case *apiv1.Value_JsonValue:
-		return k.JsonValue
+		return "json " + k.JsonValue
+	case *apiv1.Value_VectorValue:
+		return fmt.Sprintf("vector %v", k.VectorValue.GetValues())
 	default:
 		return fmt.Sprintf("%v", v)
 	}

@@ -107,6 +107,9 @@ type AdapterConfig struct {
 	// use it to observe order and decoding); an error it returns is the
 	// callback's error.
 	Tap minicdc.Callback
+	// WrapSink, when set, wraps the emulator as the bridge's sink (tests
+	// use it to observe batches and progress).
+	WrapSink func(normalize.Sink) normalize.Sink
 }
 
 // tapped calls tap, then next.
@@ -167,17 +170,45 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 	if cfg.DDLPollLimit <= 0 {
 		cfg.DDLPollLimit = 64
 	}
+	tables, err := resolveTables(up, cfg.Tables)
+	if err != nil {
+		return nil, err
+	}
+	return startWithTables(ctx, up, emu, cfg, tables)
+}
+
+// resolveTables finds the physical tables of refs in the upstream's
+// current catalog: every physical partition of a table is one path (M47).
+func resolveTables(up *Upstream, refs []TableRef) ([]normalize.Table, error) {
 	var tables []normalize.Table
-	var ids []int64
-	for _, ref := range cfg.Tables {
+	for _, ref := range refs {
 		ti, dbID, err := up.SQL.TableInfo(ref.DB, ref.Table)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: table %s: %w", ref, err)
 		}
 		for _, phys := range ti.PhysicalIDs() {
-			tables = append(tables, normalize.Table{PhysicalID: phys, SchemaID: dbID, Database: ref.DB, Info: ti})
-			ids = append(ids, phys)
+			// An explicit collection binds the table (a renamed table keeps
+			// feeding it); otherwise Bridge.CollectionName decides.
+			tables = append(tables, normalize.Table{PhysicalID: phys, SchemaID: dbID, Database: ref.DB, Info: ti, Collection: ref.Collection})
 		}
+	}
+	return tables, nil
+}
+
+// startWithTables starts an adapter over a resolved table set.
+func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig, tables []normalize.Table) (*Adapter, error) {
+	if len(tables) == 0 {
+		return nil, errors.New("pipeline: no physical tables to mirror")
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "sfemu"
+	}
+	if cfg.DDLPollLimit <= 0 {
+		cfg.DDLPollLimit = 64
+	}
+	ids := make([]int64, len(tables))
+	for i, t := range tables {
+		ids[i] = t.PhysicalID
 	}
 	now := cfg.StartTs
 	if now == 0 {
@@ -188,7 +219,11 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 	}
 	bcfg := cfg.Bridge
 	bcfg.ClientID, bcfg.StartTs, bcfg.Tables = cfg.ClientID, now, tables
-	bridge, err := normalize.New(bcfg, emu)
+	var sink normalize.Sink = emu
+	if cfg.WrapSink != nil {
+		sink = cfg.WrapSink(sink)
+	}
+	bridge, err := normalize.New(bcfg, sink)
 	if err != nil {
 		return nil, err
 	}

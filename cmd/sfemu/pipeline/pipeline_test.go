@@ -216,8 +216,8 @@ func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		fmt.Sprintf("shop.products id=%d: field \"price\" = ", id),
-		fmt.Sprintf("shop.products id=%d: row missing from the collection", w.nextID),
+		fmt.Sprintf("shop.products (collection shop.products) pk=%d: field \"price\": expected int 123456, actual int ", id),
+		fmt.Sprintf("shop.products (collection shop.products) pk=%d: row missing from the collection", w.nextID),
 	}
 	if len(diffs) != 2 {
 		t.Fatalf("want 2 diffs, got %v", diffs)
