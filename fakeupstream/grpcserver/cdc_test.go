@@ -487,3 +487,30 @@ func TestEventFeedMergeAndBusy(t *testing.T) {
 		return len(es) == 1 && es[0].ServerIsBusy.GetBackoffMs() == 50
 	})
 }
+
+// TestEventFeedDropStreams: a network fault on the feed ends the gRPC
+// stream with Unavailable and a new stream subscribes again. (G56)
+func TestEventFeedDropStreams(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 18, Stores: 1})
+	_, tid := emptyTable(t, c)
+	start, end := tableSpan(tid)
+	r := c.RegionsInSpan(spanOf(start, end))[0]
+	cp := c.Oracle().Next()
+	fc := openFeed(t, s, 1, feedV1)
+	fc.send(register(s, r, 1, cp, start, end, "6.5.0"))
+	fc.waitFor("INITIALIZED", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, r.ID, 1), cdcpb.Event_INITIALIZED) == 1
+	})
+	require.Equal(t, 1, c.DropStreams(1))
+	select {
+	case <-fc.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("dropped stream did not end")
+	}
+	require.Equal(t, codes.Unavailable, status.Code(fc.err), "%v", fc.err)
+	again := openFeed(t, s, 1, feedV1)
+	again.send(register(s, r, 1, cp, start, end, "6.5.0"))
+	again.waitFor("INITIALIZED again", func(evs []*cdcpb.ChangeDataEvent) bool {
+		return countType(rowsOf(evs, r.ID, 1), cdcpb.Event_INITIALIZED) == 1
+	})
+}
