@@ -114,3 +114,59 @@ func BenchmarkPDGetRegion10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSubscribe10kRegions: one EventFeedV2 stream registers 10k
+// regions of one table; an op is the time until every region reported
+// INITIALIZED (no data, so this is the per-region protocol cost).
+func BenchmarkSubscribe10kRegions(b *testing.B) {
+	const n = 10_000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, err := fakeupstream.New(fakeupstream.Config{Seed: 1, Stores: 1})
+		require.NoError(b, err)
+		const tid = 100
+		for h := int64(1); h < n; h++ {
+			if _, _, err := c.SplitRaw(tablecodec.EncodeIntRecordKey(nil, tid, h*10)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s, err := Start(c, Config{})
+		require.NoError(b, err)
+		prefix := tablecodec.EncodeRecordPrefix(nil, tid)
+		start, end := codec.EncodeBytes(nil, prefix), codec.EncodeBytes(nil, tablecodec.PrefixNext(prefix))
+		regions := c.RegionsInSpan(spanOf(start, end))
+		cli := cdcpb.NewChangeDataClient(dialStore(b, s, 1))
+		ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), FeaturesKey, StreamMultiplexing))
+		st, err := cli.EventFeedV2(ctx)
+		require.NoError(b, err)
+		cp := c.Oracle().Next()
+		b.StartTimer()
+		t0 := time.Now()
+		for _, r := range regions {
+			if err := st.Send(&cdcpb.ChangeDataRequest{
+				Header: &cdcpb.Header{ClusterId: s.ClusterID(), TicdcVersion: "8.5.0"}, RegionId: r.ID, RegionEpoch: r.Epoch(),
+				CheckpointTs: cp, StartKey: start, EndKey: end, RequestId: 1, ExtraOp: kvrpcpb.ExtraOp_ReadOldValue,
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		inited := 0
+		for inited < len(regions) {
+			ev, err := st.Recv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range ev.Events {
+				for _, row := range e.GetEntries().GetEntries() {
+					if row.Type == cdcpb.Event_INITIALIZED {
+						inited++
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(time.Since(t0).Milliseconds()), "ms-to-all-initialized")
+		b.StopTimer()
+		cancel()
+		s.Close()
+	}
+}
