@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
@@ -52,10 +54,13 @@ func (f *frontier) lock(sub kvevent.Span, owner uint64) (uint64, error) {
 		return 0, fmt.Errorf("logpuller: region %d range [%x, %x) is not inside span [%x, %x)",
 			owner, sub.StartKey, sub.EndKey, f.span.StartKey, f.span.EndKey)
 	}
-	// Locate the covered pieces [i, j).
-	i := 0
-	for i < len(f.ranges) && len(f.ranges[i].end) != 0 && bytes.Compare(f.ranges[i].end, sub.StartKey) <= 0 {
-		i++
+	// Locate the covered pieces [i, j): the ranges are sorted and
+	// contiguous, so the first one is the last that starts at or before
+	// sub's start (binary search keeps subscribing n regions O(n log n)
+	// in comparisons).
+	i := sort.Search(len(f.ranges), func(k int) bool { return bytes.Compare(f.ranges[k].start, sub.StartKey) > 0 }) - 1
+	if i < 0 {
+		i = 0
 	}
 	j := i
 	minTs := uint64(math.MaxUint64)
@@ -82,8 +87,7 @@ func (f *frontier) lock(sub kvevent.Span, owner uint64) (uint64, error) {
 	if endCompare(last.end, sub.EndKey) > 0 {
 		repl = append(repl, &rangeEntry{start: cloneBytes(sub.EndKey), end: last.end, ts: last.ts})
 	}
-	tail := append([]*rangeEntry(nil), f.ranges[j:]...)
-	f.ranges = append(append(f.ranges[:i], repl...), tail...)
+	f.ranges = slices.Replace(f.ranges, i, j, repl...)
 	f.byOwner[owner] = held
 	return minTs, nil
 }
