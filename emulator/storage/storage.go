@@ -68,13 +68,18 @@ func Open(dir string) (*DB, error) {
 	path := filepath.Join(dir, FileName)
 	// Timeout: a second process holding the file lock fails Open instead
 	// of blocking it forever.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout})
+	// InitialMmapSize: bbolt grows the file to exactly the needed size
+	// (a truncate plus an extra fsync per commit) while the mapping is
+	// smaller than AllocSize; a large initial mapping (virtual address
+	// space only) makes it grow in AllocSize chunks from the start.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout, InitialMmapSize: 1 << 30})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("storage: open %s: file is locked by another emulator (waited %s): %w", path, lockTimeout, err)
 		}
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
+	db.AllocSize = 64 << 20
 	rawKeys := false
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketCollections, bucketPartitions, bucketIdempotency, bucketDocs} {
