@@ -2,7 +2,7 @@
 // emulator's canonical contract (per collection): source partition naming,
 // epochs, sequence numbers assigned after the reorder buffer, batch cutting,
 // and DDL to PutCollectionSchemaRequest mapping. The rules are in
-// specs/normalization.md (N1-N33).
+// specs/normalization.md (N1-N38).
 //
 // Use:
 //
