@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 )
 
@@ -153,7 +155,8 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	rec := newRecordingSink()
 	var log bytes.Buffer
 	var logMu sync.Mutex
-	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, WrapSink: rec.wrap}, lockedWriter{&logMu, &log})
+	tap := newHoldTap()
+	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, WrapSink: rec.wrap, Tap: tap}, lockedWriter{&logMu, &log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +203,20 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	products(40)
 	orders(0, 10)
 	orders(1, 10)
+	// Hold the first run's checkpoints once it saw the TRUNCATE, so that
+	// rows written after it reach that run first; they are redelivered
+	// after the restart (resume at the DDL's ts), harmlessly.
+	tap.armHold()
 	truncTs := exec("TRUNCATE TABLE shop.products")
 	products(30) // written under the new table id while the adapter restarts
+	firstOrder := orderID[0] + 1
+	orders(0, 5)
+	var heldKeys []string
+	for id := firstOrder; id <= orderID[0]; id++ {
+		heldKeys = append(heldKeys, fmt.Sprint(id))
+	}
+	tap.waitSeen(t, heldKeys)
+	tap.release()
 	waitRestarts(1)
 	products(20)
 	orders(0, 5)
@@ -238,6 +253,13 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 		t.Error(d)
 	}
 	rec.check(t)
+	// The rows held in the first run were delivered again by the second
+	// (and the check above found each exactly once, with its values).
+	for _, k := range heldKeys {
+		if n := tap.deliveries(k); n < 2 {
+			t.Errorf("order %s delivered %d times, want a redelivery after the restart", k, n)
+		}
+	}
 
 	// The restarts: one per table-set DDL, each resuming at its ts with the
 	// next epoch.
@@ -364,4 +386,152 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// holdTap counts row deliveries of shop.orders by primary key and, once
+// armed, blocks checkpoints after it saw a TRUNCATE TABLE until released.
+type holdTap struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	armed   bool
+	holding bool
+	rel     chan struct{}
+}
+
+func newHoldTap() *holdTap { return &holdTap{seen: map[string]int{}, rel: make(chan struct{})} }
+
+func (h *holdTap) armHold() {
+	h.mu.Lock()
+	h.armed = true
+	h.mu.Unlock()
+}
+
+func (h *holdTap) release() { close(h.rel) }
+
+func (h *holdTap) deliveries(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seen[key]
+}
+
+func (h *holdTap) waitSeen(t *testing.T, keys []string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.mu.Lock()
+		all := true
+		for _, k := range keys {
+			all = all && h.seen[k] > 0
+		}
+		h.mu.Unlock()
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rows %v not delivered", keys)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *holdTap) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error {
+	if ev.TableInfo.Name.L != "orders" || ev.Row.IsEmpty() {
+		return nil
+	}
+	d, err := ev.Row.ColumnAt(0)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.seen[fmt.Sprint(d.GetInt64())]++
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *holdTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.armed && strings.HasPrefix(ev.Event.Query, "TRUNCATE TABLE") {
+		h.armed, h.holding = false, true
+	}
+	return nil
+}
+
+func (h *holdTap) OnCheckpoint(ctx context.Context, _ minicdc.Checkpoint) error {
+	h.mu.Lock()
+	holding := h.holding
+	h.holding = false
+	h.mu.Unlock()
+	if holding {
+		select {
+		case <-h.rel:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// failTap fails the first checkpoint after fail is set.
+type failTap struct {
+	mu   sync.Mutex
+	fail bool
+}
+
+func (f *failTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
+func (f *failTap) OnDDL(context.Context, minicdc.DDLOutput) error         { return nil }
+func (f *failTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return errBoom
+	}
+	return nil
+}
+
+var errBoom = fmt.Errorf("injected failure")
+
+// TestSupervisorStopsOnOtherFatalErrors: only a table-set change restarts
+// the adapter (M48); any other fatal error stops the supervisor with it.
+func TestSupervisorStopsOnOtherFatalErrors(t *testing.T) {
+	seed := seedFor(t)
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	tap := &failTap{}
+	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, Tap: tap}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	tap.mu.Lock()
+	tap.fail = true
+	tap.mu.Unlock()
+	if _, err := ss.Exec(ctx, "INSERT INTO shop.products VALUES (1, 'a', 1, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sup.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("supervisor did not stop")
+	}
+	var fe *minicdc.FatalError
+	if err := sup.Err(); !errors.Is(err, errBoom) || !errors.As(err, &fe) || fe.Trigger != minicdc.TriggerCallback {
+		t.Fatalf("supervisor error %v, want the callback failure", err)
+	}
+	if len(sup.Restarts()) != 0 {
+		t.Fatalf("restarted: %+v", sup.Restarts())
+	}
+	if err := sup.Close(); !errors.Is(err, errBoom) {
+		t.Fatalf("Close: %v", err)
+	}
 }
