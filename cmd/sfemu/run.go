@@ -78,8 +78,9 @@ func newRunCmd() *cobra.Command {
 Prints one status line every --status-interval and one line with the
 reason when the adapter stops on a fatal error.
 
-Real-cluster mode (--pd with --tables) needs the gRPC KV source (TiKV
-EventFeed client), which is not built yet: it exits with a message.`,
+Real-cluster mode (--pd with --tables) is not wired into sfemu run yet (the
+gRPC KV source exists in upstream/logpuller and upstream/pd): it exits with a
+message.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if configFile != "" {
@@ -97,7 +98,7 @@ EventFeed client), which is not built yet: it exits with a message.`,
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the emulator's collections and the schema store")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
-	f.StringVar(&cfg.PD, "pd", cfg.PD, "real-cluster mode: PD addresses (not available yet: the gRPC KV source is not built)")
+	f.StringVar(&cfg.PD, "pd", cfg.PD, "real-cluster mode: PD addresses (not wired into sfemu run yet; exits with a message)")
 	f.StringVar(&cfg.Tables, "tables", cfg.Tables, "real-cluster mode: tables to mirror, db.t1,db.t2")
 	f.Uint64Var(&cfg.StartTs, "start-ts", cfg.StartTs, "real-cluster mode: start ts (0 = now or the stored progress)")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the embedded cluster and the demo workload")
@@ -157,7 +158,7 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 
 // errRealClusterNotBuilt is the real-cluster mode's answer until the gRPC
 // KV source exists.
-var errRealClusterNotBuilt = errors.New("real-cluster mode (--pd) needs the gRPC KV source (TiKV EventFeed client over PD), which is not built yet; run without --pd to use the embedded upstream")
+var errRealClusterNotBuilt = errors.New("real-cluster mode (--pd) is not wired into sfemu run yet: the gRPC KV source (upstream/logpuller, upstream/pd) is built and tested but the run command does not use it; run without --pd to use the embedded upstream")
 
 var demoTables = []pipeline.TableRef{{DB: demo.Database, Table: "products"}, {DB: demo.Database, Table: "events"}}
 
