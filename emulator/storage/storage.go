@@ -111,6 +111,8 @@ func (d *DB) Close() error { return d.db.Close() }
 type Tx struct {
 	tx      *bolt.Tx
 	rawKeys bool
+	// buckets caches document buckets: PutEntry runs once per row.
+	buckets map[string]*bolt.Bucket
 }
 
 // Update runs fn in one transaction and commits (fsync) when fn returns nil.
@@ -159,10 +161,17 @@ func (t *Tx) PutIdempotency(key []byte, digest [32]byte, resp []byte) error {
 }
 
 func (t *Tx) docs(collection string) (*bolt.Bucket, error) {
+	if b, ok := t.buckets[collection]; ok {
+		return b, nil
+	}
 	b, err := t.tx.Bucket(bucketDocs).CreateBucketIfNotExists([]byte(collection))
 	if err != nil {
 		return nil, err
 	}
+	if t.buckets == nil {
+		t.buckets = map[string]*bolt.Bucket{}
+	}
+	t.buckets[collection] = b
 	// Fuller pages mean fewer pages written (and fsynced) per batch; keys
 	// from auto-increment ids arrive mostly in order.
 	b.FillPercent = docFillPercent
@@ -174,6 +183,7 @@ var docFillPercent = 0.9
 
 // ClearDocs removes every document and tombstone of a collection.
 func (t *Tx) ClearDocs(collection string) error {
+	delete(t.buckets, collection)
 	err := t.tx.Bucket(bucketDocs).DeleteBucket([]byte(collection))
 	if errors.Is(err, bolt.ErrBucketNotFound) {
 		return nil
