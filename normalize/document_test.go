@@ -53,3 +53,27 @@ func TestRowDocumentEqualsRowPath(t *testing.T) {
 	_, _, err = RowDocument(ti, recordKey(42, 7), datums[:3])
 	require.ErrorContains(t, err, "outside the image")
 }
+
+// FuzzRowDocument: any image (too short, odd payloads, any row key) yields
+// a document or an error, never a panic.
+func FuzzRowDocument(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0x80, 0x3f}, []byte("t\x80\x00\x00\x00\x00\x00\x00\x2a_r\x80\x00\x00\x00\x00\x00\x00\x07"), uint8(8), uint8(3))
+	f.Add([]byte{}, []byte{}, uint8(0), uint8(0))
+	ti := intPKTable(42, "items", colDef{name: "v", tp: mysql.TypeTiDBVectorFloat32, flen: 1}, colDef{name: "j", tp: mysql.TypeJSON})
+	noPK := intPKTable(43, "nopk")
+	noPK.PKIsHandle = false
+	for _, c := range noPK.Columns {
+		c.FieldType.SetFlag(0)
+	}
+	f.Fuzz(func(t *testing.T, payload, key []byte, n, kind uint8) {
+		datums := make([]value.Datum, int(n)%(len(ti.Columns)+2))
+		for i := range datums {
+			datums[i] = fuzzDatum(kind+uint8(i), uint64(len(payload))*uint64(i+1), payload)
+		}
+		if len(datums) > 0 {
+			datums[0] = value.NewIntDatum(int64(n))
+		}
+		_, _, _ = RowDocument(ti, key, datums)
+		_, _, _ = RowDocument(noPK, key, datums)
+	})
+}
