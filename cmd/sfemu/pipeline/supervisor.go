@@ -109,8 +109,8 @@ func (s *Supervisor) loop() {
 			return // Close owns the shutdown; the old adapter is closed
 		default:
 		}
-		fmt.Fprintf(s.log, "sfemu: DDL job %d (%s) at ts %d changed the tables of collection %q (added %v, dropped %v): restarting the adapter with physical tables %v\n",
-			change.JobID, change.Action, change.FinishedTs, change.Collection, change.Added, change.Dropped, change.NewTableIDs)
+		fmt.Fprintf(s.log, "sfemu: DDL job %d (%s) at ts %d changed the tables of collection %q (added %v, dropped %v; %q): restarting the adapter with physical tables %v\n",
+			change.JobID, change.Action, change.FinishedTs, change.Collection, change.Added, change.Dropped, change.Query, change.NewTableIDs)
 		next, err := startWithTables(s.ctx, s.up, s.emu, s.cfg, change.Tables)
 		if err != nil {
 			s.stop(fmt.Errorf("pipeline: restarting the adapter after DDL job %d at %d changed the table set: %w", change.JobID, change.FinishedTs, err))

@@ -284,7 +284,7 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	lines := strings.Count(log.String(), "changed the tables of collection")
 	logText := log.String()
 	logMu.Unlock()
-	if lines != 4 || !strings.Contains(logText, "(truncate table) at ts") {
+	if lines != 4 || !strings.Contains(logText, "(truncate table) at ts") || !strings.Contains(logText, `"TRUNCATE TABLE shop.products"`) {
 		t.Errorf("restart log lines: %d\n%s", lines, logText)
 	}
 
