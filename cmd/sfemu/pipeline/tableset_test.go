@@ -125,7 +125,8 @@ func typedRow(rng *rand.Rand, id int) string {
 // (normalization N34, N35) and the supervisor restarts it over the new
 // physical tables from the change's ts with the next epoch (M48). No row is
 // lost: the final check is exact for every column; batches have no seq
-// gaps within each (partition, epoch); stored progress never regresses.
+// gaps within each (partition, epoch); stored progress never regresses,
+// nor do the checkpoints of any one run.
 func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	seed := seedFor(t)
 	rng := rand.New(rand.NewSource(seed))
@@ -253,6 +254,14 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 		t.Error(d)
 	}
 	rec.check(t)
+	tap.mu.Lock()
+	for _, r := range tap.regressions {
+		t.Error(r)
+	}
+	if len(tap.lastCP) != 5 {
+		t.Errorf("checkpoints seen from %d runs, want 5", len(tap.lastCP))
+	}
+	tap.mu.Unlock()
 	// The rows held in the first run were delivered again by the second
 	// (and the check above found each exactly once, with its values).
 	for _, k := range heldKeys {
@@ -391,14 +400,20 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // holdTap counts row deliveries of shop.orders by primary key and, once
 // armed, blocks checkpoints after it saw a TRUNCATE TABLE until released.
 type holdTap struct {
-	mu      sync.Mutex
-	seen    map[string]int
-	armed   bool
-	holding bool
-	rel     chan struct{}
+	mu   sync.Mutex
+	seen map[string]int
+	// lastCP is the last checkpoint per run (each runtime calls with its
+	// own context); regressions lists any that went backwards.
+	lastCP      map[context.Context]minicdc.Checkpoint
+	regressions []string
+	armed       bool
+	holding     bool
+	rel         chan struct{}
 }
 
-func newHoldTap() *holdTap { return &holdTap{seen: map[string]int{}, rel: make(chan struct{})} }
+func newHoldTap() *holdTap {
+	return &holdTap{seen: map[string]int{}, rel: make(chan struct{}), lastCP: map[context.Context]minicdc.Checkpoint{}}
+}
 
 func (h *holdTap) armHold() {
 	h.mu.Lock()
@@ -457,8 +472,19 @@ func (h *holdTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
 	return nil
 }
 
-func (h *holdTap) OnCheckpoint(ctx context.Context, _ minicdc.Checkpoint) error {
+func (h *holdTap) OnCheckpoint(ctx context.Context, cp minicdc.Checkpoint) error {
 	h.mu.Lock()
+	if prev, ok := h.lastCP[ctx]; ok {
+		if cp.GlobalResolvedTs < prev.GlobalResolvedTs {
+			h.regressions = append(h.regressions, fmt.Sprintf("global checkpoint %d after %d", cp.GlobalResolvedTs, prev.GlobalResolvedTs))
+		}
+		for id, ts := range cp.TableResolvedTs {
+			if ts < prev.TableResolvedTs[id] {
+				h.regressions = append(h.regressions, fmt.Sprintf("table %d checkpoint %d after %d", id, ts, prev.TableResolvedTs[id]))
+			}
+		}
+	}
+	h.lastCP[ctx] = cp
 	holding := h.holding
 	h.holding = false
 	h.mu.Unlock()
