@@ -944,7 +944,19 @@ func droppedPartitions(ev *schemastore.DDLEvent, coll *collection) map[string]bo
 // table has and the collection does not map yet.
 func addedPartitions(ev *schemastore.DDLEvent, coll *collection) []int64 {
 	ti := postInfo(ev, coll)
-	if ti == nil || isDropAction(ev.Type) || len(ev.NeedAddedTables) == 0 {
+	if ti == nil || isDropAction(ev.Type) {
+		return nil
+	}
+	ids := make([]int64, 0, len(ev.NeedAddedTables))
+	for _, a := range ev.NeedAddedTables {
+		ids = append(ids, a.TableID)
+	}
+	if model.ActionType(ev.Type) == model.ActionExchangeTablePartition && ti.ID == coll.logicalID {
+		// The exchanged-in table's id becomes a partition; the store
+		// lists no added table (no new subscription in TiCDC's view).
+		ids = ti.PhysicalIDs()
+	}
+	if len(ids) == 0 {
 		return nil
 	}
 	phys := map[int64]bool{}
@@ -958,10 +970,10 @@ func addedPartitions(ev *schemastore.DDLEvent, coll *collection) []int64 {
 		}
 	}
 	var out []int64
-	for _, a := range ev.NeedAddedTables {
-		if phys[a.TableID] && !have[a.TableID] {
-			out = append(out, a.TableID)
-			have[a.TableID] = true
+	for _, id := range ids {
+		if phys[id] && !have[id] {
+			out = append(out, id)
+			have[id] = true
 		}
 	}
 	return out

@@ -169,3 +169,19 @@ func TestN34DropTableIsNotATableSetChange(t *testing.T) {
 	require.Nil(t, h.b.PendingTableSetChange())
 	h.checkpoint(map[int64]uint64{42: 130, 101: 130, 102: 130})
 }
+
+// TestN34ExchangePartitionFollowsTheExchangedInID: after EXCHANGE
+// PARTITION the partitioned table owns the other table's id; the
+// collection maps it and drops the old partition id.
+func TestN34ExchangePartitionFollowsTheExchangedInID(t *testing.T) {
+	h, _ := twoCollections(t)
+	next := rangeTable(100, "events", 101, 555)
+	h.ddl(&schemastore.DDLEvent{JobID: 95, Type: int(model.ActionExchangeTablePartition), TableID: 555, SchemaID: 2, SchemaName: "app",
+		SchemaVersion: 99, FinishedTs: 120, TableInfo: next, MultipleTableInfos: []*model.TableInfo{next}})
+	put := h.sink.puts[len(h.sink.puts)-1]
+	require.Equal(t, []string{"table:101", "table:555"}, put.GetDefinition().GetSourcePartitions())
+	var tsc *TableSetChangedError
+	require.ErrorAs(t, h.b.Checkpoint(h.ctx, map[int64]uint64{42: 130, 101: 130, 102: 130}), &tsc)
+	require.Equal(t, []int64{555}, tsc.Added)
+	require.Equal(t, []int64{102}, tsc.Dropped)
+}
