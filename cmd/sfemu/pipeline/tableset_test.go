@@ -119,7 +119,8 @@ func typedRow(rng *rand.Rand, id int) string {
 
 // TestE2E_TableSetChangesFollowed runs TRUNCATE TABLE mid-stream on a
 // table with every column type, and ADD / TRUNCATE / DROP PARTITION on a
-// RANGE partitioned table, with inserts before and after each, through
+// RANGE partitioned table and finally TRUNCATE TABLE of it, with inserts
+// before and after each, through
 // the supervised pipeline (fakeupstream SQL -> minicdc -> normalize ->
 // emulator). Each DDL stops the adapter with a table-set change
 // (normalization N34, N35) and the supervisor restarts it over the new
@@ -234,6 +235,12 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	orders(2, 4)
 	products(10)
 	waitRestarts(4)
+	// TRUNCATE TABLE of a partitioned table: every partition and the
+	// logical table get new ids.
+	truncOrdersTs := exec("TRUNCATE TABLE shop.orders")
+	orders(0, 3)
+	orders(2, 2)
+	waitRestarts(5)
 
 	final, err := up.Cluster.CurrentTs(ctx)
 	if err != nil {
@@ -258,8 +265,8 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	for _, r := range tap.regressions {
 		t.Error(r)
 	}
-	if len(tap.lastCP) != 5 {
-		t.Errorf("checkpoints seen from %d runs, want 5", len(tap.lastCP))
+	if len(tap.lastCP) != 6 {
+		t.Errorf("checkpoints seen from %d runs, want 6", len(tap.lastCP))
 	}
 	tap.mu.Unlock()
 	// The rows held in the first run were delivered again by the second
@@ -273,13 +280,13 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	// The restarts: one per table-set DDL, each resuming at its ts with the
 	// next epoch.
 	rs := sup.Restarts()
-	if len(rs) != 4 {
+	if len(rs) != 5 {
 		t.Fatalf("restarts: %+v", rs)
 	}
 	for i, want := range []struct {
 		ts     uint64
 		action string
-	}{{truncTs, "truncate table"}, {addTs, "add partition"}, {tpTs, "truncate partition"}, {dpTs, "drop partition"}} {
+	}{{truncTs, "truncate table"}, {addTs, "add partition"}, {tpTs, "truncate partition"}, {dpTs, "drop partition"}, {truncOrdersTs, "truncate table"}} {
 		r := rs[i]
 		if r.Change.FinishedTs != want.ts || r.StartTs != want.ts || r.Epoch != uint64(i+2) || r.Change.Action != want.action {
 			t.Errorf("restart %d: change %q at %d, resumed at %d epoch %d; want %q at %d, epoch %d",
@@ -289,11 +296,14 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	if len(rs[0].Change.Added) != 1 || len(rs[0].Change.Dropped) != 1 {
 		t.Errorf("truncate table: %+v", rs[0].Change)
 	}
+	if len(rs[4].Change.Added) != 2 || len(rs[4].Change.Dropped) != 2 {
+		t.Errorf("truncate of the partitioned table: %+v", rs[4].Change)
+	}
 	logMu.Lock()
 	lines := strings.Count(log.String(), "changed the tables of collection")
 	logText := log.String()
 	logMu.Unlock()
-	if lines != 4 || !strings.Contains(logText, "(truncate table) at ts") || !strings.Contains(logText, `"TRUNCATE TABLE shop.products"`) {
+	if lines != 5 || !strings.Contains(logText, "(truncate table) at ts") || !strings.Contains(logText, `"TRUNCATE TABLE shop.products"`) {
 		t.Errorf("restart log lines: %d\n%s", lines, logText)
 	}
 
@@ -318,7 +328,7 @@ func TestE2E_TableSetChangesFollowed(t *testing.T) {
 	}
 
 	// Every row written under a new physical id arrived.
-	if n := countDocs(t, emu, "shop.orders"); n != 8+15+3+4+4 {
+	if n := countDocs(t, emu, "shop.orders"); n != 3+2 {
 		t.Errorf("shop.orders has %d documents", n)
 	}
 	if err := sup.Close(); err != nil {
