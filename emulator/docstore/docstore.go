@@ -147,7 +147,13 @@ func (b *Batch) Upsert(pk string, commitTs uint64, fields map[string]*apiv1.Valu
 // Delete applies the version guard (E38) to a delete, leaving a tombstone.
 func (b *Batch) Delete(pk string, commitTs uint64) bool {
 	cur := b.current(pk)
-	if cur != nil && (commitTs < cur.Version || (commitTs == cur.Version && cur.Deleted)) {
+	// At an equal version the delete is stale whether the key is live or a
+	// tombstone: one transaction writes one final mutation per key and
+	// partition, so a delete and an upsert of one primary key at one
+	// commit_ts come from a row that moved between partitions (delete in the
+	// old, insert in the new) and the row must survive in whatever order the
+	// two partitions' batches arrive.
+	if cur != nil && commitTs <= cur.Version {
 		b.Stale++
 		return false
 	}

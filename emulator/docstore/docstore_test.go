@@ -17,14 +17,14 @@ func TestBatchVersionGuardAndCommit(t *testing.T) {
 	if b.Upsert("a", 9, nil, "table:1") {
 		t.Fatal("older upsert in same batch applied")
 	}
-	if !b.Delete("a", 10) {
-		t.Fatal("delete at equal version of live doc must apply")
-	}
 	if b.Delete("a", 10) {
-		t.Fatal("second delete at equal version applied")
+		t.Fatal("delete at the equal version of a live doc applied (E38: stale)")
+	}
+	if b.Delete("a", 9) {
+		t.Fatal("older delete applied")
 	}
 	if !b.Upsert("a", 10, nil, "table:2") {
-		t.Fatal("re-insert at same ts after delete must apply")
+		t.Fatal("upsert at the same version must replace")
 	}
 	if _, ok := s.Get("a"); ok {
 		t.Fatal("visible before commit")
@@ -33,12 +33,51 @@ func TestBatchVersionGuardAndCommit(t *testing.T) {
 	if len(ch) != 1 || ch[0].Old != nil || ch[0].New.Deleted || ch[0].New.Partition != "table:2" {
 		t.Fatalf("changes %+v", ch)
 	}
-	if b.Applied != 3 || b.Stale != 2 {
+	if b.Applied != 2 || b.Stale != 3 {
 		t.Fatalf("applied %d stale %d", b.Applied, b.Stale)
 	}
 	s.Commit(b)
 	if s.Live() != 1 || s.Tombstones() != 0 {
 		t.Fatalf("live %d tombs %d", s.Live(), s.Tombstones())
+	}
+}
+
+// E38: a row that moves between partitions of one collection is a delete in
+// the old partition and an upsert in the new one at the same commit_ts; the
+// row survives whichever batch is applied first.
+func TestPartitionMoveSurvivesEitherOrder(t *testing.T) {
+	for _, deleteFirst := range []bool{true, false} {
+		s := New()
+		b := s.NewBatch(1)
+		b.Upsert("k", 5, map[string]*apiv1.Value{}, "table:1")
+		s.Commit(b)
+		del := func() {
+			b := s.NewBatch(1)
+			b.Delete("k", 10)
+			s.Commit(b)
+		}
+		ins := func() {
+			b := s.NewBatch(1)
+			b.Upsert("k", 10, map[string]*apiv1.Value{}, "table:2")
+			s.Commit(b)
+		}
+		if deleteFirst {
+			del()
+			ins()
+		} else {
+			ins()
+			del()
+		}
+		e, ok := s.Get("k")
+		if !ok || e.Deleted || e.Partition != "table:2" || e.Version != 10 {
+			t.Fatalf("deleteFirst=%v: row after the move = %+v, %v; want live in table:2 at 10", deleteFirst, e, ok)
+		}
+		// Redelivery of either mutation changes nothing.
+		del()
+		ins()
+		if e, ok := s.Get("k"); !ok || e.Deleted {
+			t.Fatalf("deleteFirst=%v: redelivery removed the row", deleteFirst)
+		}
 	}
 }
 
