@@ -203,12 +203,15 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 	// The adapter stops through Close or a fatal error, never through the
 	// signal context: shutdown closes it explicitly, in order.
 	actx := context.WithoutCancel(ctx)
-	adapter, err := pipeline.StartAdapter(actx, up, emu, pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables})
+	// The supervisor restarts the adapter with the new physical tables when
+	// a DDL changes them (TRUNCATE, partition DDLs), so no row is lost.
+	adapterCfg := pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables}
+	sup, err := pipeline.StartSupervisor(actx, up, emu, adapterCfg, out)
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)
 	}
-	defer func() { _ = adapter.Close() }()
-	adapterCfg := pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: demoTables}
+	defer func() { _ = sup.Close() }()
+	adapter := sup.Adapter()
 
 	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry()})
 	if err != nil {
@@ -261,12 +264,12 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 		case <-ctx.Done():
 			fmt.Fprintln(out, "sfemu: shutting down")
 			wcancel()
-			if err := adapter.Close(); err != nil {
+			if err := sup.Close(); err != nil {
 				return fmt.Errorf("adapter stopped: %w", err)
 			}
 			return nil
-		case <-adapter.Done():
-			err := adapter.Close()
+		case <-sup.Done():
+			err := sup.Close()
 			if err == nil {
 				err = errors.New("stopped without an error")
 			}
@@ -282,21 +285,28 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 			// Stop the adapter and start a new one on the same emulator and
 			// schema store: it resumes from the emulator's stored progress
 			// with the next epoch (the upstream keeps running meanwhile).
-			if err := adapter.Close(); err != nil {
+			if err := sup.Close(); err != nil {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("adapter stopped: %w", err)
 			}
-			next, err := pipeline.StartAdapter(actx, up, emu, adapterCfg)
+			next, err := pipeline.StartSupervisor(actx, up, emu, adapterCfg, out)
 			if err != nil {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("restarting the adapter: %w", err)
 			}
-			adapter = next
+			sup = next
+			adapter = sup.Adapter()
 			last, lastAt = adapter.RT.Stats(), time.Now()
 			fmt.Fprintf(out, "sfemu: adapter restarted: start-ts=%d epoch=%d\n", adapter.RT.StartTs(), adapter.Resume.Epoch)
 			reply <- restartResult{StartTs: adapter.RT.StartTs(), Epoch: adapter.Resume.Epoch}
 		case <-tick.C:
 			now := time.Now()
+			if cur := sup.Adapter(); cur != adapter {
+				// The supervisor restarted it for a table-set change: its
+				// counters start from zero.
+				adapter = cur
+				last = minicdc.Stats{}
+			}
 			st := adapter.RT.Stats()
 			fmt.Fprintln(out, statusLine(ctx, up, emu, adapter, last, st, now.Sub(lastAt)))
 			last, lastAt = st, now
