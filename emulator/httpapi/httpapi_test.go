@@ -138,6 +138,11 @@ func start(t *testing.T, opts Options) *harness {
 	srv, err := Start("127.0.0.1:0", h)
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		// A connection the client dialed but never sent a request on is
+		// "new" to the server, and Shutdown treats new connections as idle
+		// only after 5 s: close the client's spare connections first so a
+		// clean shutdown does not race that threshold.
+		http.DefaultClient.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		require.NoError(t, srv.Shutdown(ctx))
