@@ -4,36 +4,17 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/hex"
-	"flag"
 	"math/rand"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/internal/seedtest"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for property tests (0: $TIDBCODEC_SEED or time-based)")
-
-func newRand(t *testing.T) *rand.Rand {
-	seed := *seedFlag
-	if seed == 0 {
-		if s, err := strconv.ParseInt(os.Getenv("TIDBCODEC_SEED"), 10, 64); err == nil {
-			seed = s
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replay with -seed=%d", seed)
-		}
-	})
-	return rand.New(rand.NewSource(seed))
-}
+// newRand returns the property tests' seeded source (seedtest: -seed,
+// $TIDBCODEC_SEED, or the clock; logged on failure).
+func newRand(t *testing.T) *rand.Rand { return seedtest.Rand(t) }
 
 // Record keys round-trip for int and common handles; raw and comparable
 // keys order by (table id, handle); every key lies in its table's span

@@ -2,39 +2,19 @@ package value
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/internal/seedtest"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for property tests (0: $TIDBCODEC_SEED or time-based)")
-
-// newRand returns a seeded source and logs the seed so failures can be
-// replayed with -seed.
-func newRand(t *testing.T) *rand.Rand {
-	seed := *seedFlag
-	if seed == 0 {
-		if s, err := strconv.ParseInt(os.Getenv("TIDBCODEC_SEED"), 10, 64); err == nil {
-			seed = s
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replay with -seed=%d", seed)
-		}
-	})
-	return rand.New(rand.NewSource(seed))
-}
+// newRand returns the property tests' seeded source (seedtest: -seed,
+// $TIDBCODEC_SEED, or the clock; logged on failure).
+func newRand(t *testing.T) *rand.Rand { return seedtest.Rand(t) }
 
 func randDigits(r *rand.Rand, n int) string {
 	var sb strings.Builder
