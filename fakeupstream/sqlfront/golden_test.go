@@ -36,7 +36,7 @@ func parseJobMeta(t *testing.T, rec map[string]any) map[string]any {
 	return m
 }
 
-// TestDDLJobsMatchServerHistory runs every DDL of the real server's script
+// TestDDLJobsMatchServerHistory (S6–S9) runs every DDL of the real server's script
 // and compares each history job this front writes with the real one: same
 // keys, action type, state, schema state, binlog shape and query.
 func TestDDLJobsMatchServerHistory(t *testing.T) {
@@ -92,7 +92,7 @@ func lastHistoryJob(t *testing.T, s *Server, ctx context.Context) (map[string]an
 	return m, job
 }
 
-// TestSystemTablesMatchServer checks the bootstrap TableInfos of
+// TestSystemTablesMatchServer (S8) checks the bootstrap TableInfos of
 // tidb_ddl_job and tidb_ddl_history against the real server's.
 func TestSystemTablesMatchServer(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-server-capture.jsonl", "server_table_info") {
@@ -147,7 +147,7 @@ func sqlLiteral(col string, v any) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// TestRowBytesMatchServer replays the real server's tables and rows and
+// TestRowBytesMatchServer (S13, S14) replays the real server's tables and rows and
 // requires byte-identical row values and identical key handles.
 func TestRowBytesMatchServer(t *testing.T) {
 	s, ss := newTestServer(t)
@@ -195,4 +195,43 @@ func TestRowBytesMatchServer(t *testing.T) {
 		require.NotNil(t, got, "row %s not found under the server's handle", rec["name"])
 		require.Equal(t, rec["value_hex"], hex.EncodeToString(got), "row %s (%s)", rec["name"], q)
 	}
+}
+
+// TestColumnTypesMatchServer (S10): the t_all table created from the real
+// server's CREATE TABLE has, column by column, the FieldType TiDB stored
+// (golden model_field_type records).
+func TestColumnTypesMatchServer(t *testing.T) {
+	s, ss := newTestServer(t)
+	mustExec(t, ss, "CREATE DATABASE gold; USE gold")
+	for _, rec := range goldenJobs(t) {
+		if q := rec["query"].(string); strings.HasPrefix(q, "CREATE TABLE t_all") {
+			mustExec(t, ss, q)
+		}
+	}
+	ti, _, err := s.TableInfo("gold", "t_all")
+	require.NoError(t, err)
+	recs := goldenRecords(t, "tidb-golden.jsonl", "model_field_type")
+	compared := 0
+	for _, rec := range recs {
+		if !strings.HasPrefix(rec["name"].(string), "t_all/") {
+			continue
+		}
+		compared++
+		raw, err := json.Marshal(rec["column_info_json"])
+		require.NoError(t, err)
+		var want model.ColumnInfo
+		require.NoError(t, json.Unmarshal(raw, &want))
+		got := ti.ColumnByName(want.Name.O)
+		require.NotNil(t, got, want.Name.O)
+		w, g := &want.FieldType, &got.FieldType
+		require.Equal(t, w.GetType(), g.GetType(), "%s type", want.Name.O)
+		require.Equal(t, w.GetFlag(), g.GetFlag(), "%s flag", want.Name.O)
+		require.Equal(t, w.GetFlen(), g.GetFlen(), "%s flen", want.Name.O)
+		require.Equal(t, w.GetDecimal(), g.GetDecimal(), "%s decimal", want.Name.O)
+		require.Equal(t, w.GetCharset(), g.GetCharset(), "%s charset", want.Name.O)
+		require.Equal(t, w.GetCollate(), g.GetCollate(), "%s collate", want.Name.O)
+		require.Equal(t, w.GetElems(), g.GetElems(), "%s elems", want.Name.O)
+		require.Equal(t, want.ID, got.ID, "%s id", want.Name.O)
+	}
+	require.Equal(t, len(ti.Columns), compared, "every column compared")
 }

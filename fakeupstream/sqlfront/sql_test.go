@@ -33,6 +33,7 @@ func now(t *testing.T, s *Server) uint64 {
 	return ts
 }
 
+// S2, S4, S13, S14: DML through the front reads back through snapshots.
 func TestInsertUpdateDeleteReplace(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE shop; USE shop")
@@ -56,6 +57,7 @@ func TestInsertUpdateDeleteReplace(t *testing.T) {
 	require.ErrorContains(t, err, "duplicate entry")
 }
 
+// S2, S5: explicit transactions; DDL inside one is refused.
 func TestExplicitTransactions(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, v INT)")
@@ -81,6 +83,7 @@ func TestExplicitTransactions(t *testing.T) {
 	mustExec(t, ss, "ROLLBACK")
 }
 
+// S3, S4: failing or unsupported statements write nothing.
 func TestFailingStatementWritesNothing(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, v TINYINT NOT NULL)")
@@ -111,6 +114,7 @@ func TestFailingStatementWritesNothing(t *testing.T) {
 	require.Equal(t, ver, s.SchemaVersion(), "rejected DDL changes no schema")
 }
 
+// S13, S15: _tidb_rowid and clustered handles; handle changes move the key.
 func TestHandleKinds(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE d; USE d")
@@ -129,6 +133,7 @@ func TestHandleKinds(t *testing.T) {
 	require.Equal(t, []string{"k=a,n=3,v=one", "k=b,n=2,v=two"}, rowsAt(t, s, "d", "c", now(t, s)))
 }
 
+// S16, S9: partition routing and partition DDLs.
 func TestPartitions(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE d; USE d")
@@ -164,6 +169,7 @@ func TestPartitions(t *testing.T) {
 	require.Equal(t, hp.Partition.Definitions[3].ID, byID[-7], "HASH uses |id mod n|")
 }
 
+// S9, S11, S12: ALTER, TRUNCATE, RENAME, DROP.
 func TestAlterTruncateRenameDrop(t *testing.T) {
 	s, ss := newTestServer(t)
 	mustExec(t, ss, "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(8))")
@@ -196,7 +202,7 @@ func TestAlterTruncateRenameDrop(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestJobRowLifecycle: the done put of tidb_ddl_job commits at FinishedTs
+// TestJobRowLifecycle (S6, S7): the done put of tidb_ddl_job commits at FinishedTs
 // with the schema change; afterwards the row is gone from tidb_ddl_job and
 // the job is in tidb_ddl_history.
 func TestJobRowLifecycle(t *testing.T) {
