@@ -1,14 +1,11 @@
 package schemastore
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/value/golden"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -25,24 +23,6 @@ import (
 )
 
 // ---- golden data ----
-
-func goldenPath(t testing.TB, file string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "golden", file)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 type goldenRec map[string]json.RawMessage
 
@@ -72,31 +52,20 @@ func (r goldenRec) hex(t testing.TB, k string) []byte {
 
 var goldenCache sync.Map
 
+// goldenRecords reads the records of one kind through the shared golden
+// locator (value/golden: ../shared next to the module root; a missing file
+// fails the test).
 func goldenRecords(t testing.TB, file, kind string) []goldenRec {
 	t.Helper()
 	key := file + "/" + kind
 	if v, ok := goldenCache.Load(key); ok {
 		return v.([]goldenRec)
 	}
-	f, err := os.Open(goldenPath(t, file))
-	if err != nil {
-		t.Fatalf("golden file missing: %v", err)
-	}
-	defer f.Close()
 	var out []goldenRec
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
+	for _, rec := range golden.OfKind(t, "golden/"+file, kind) {
 		var r goldenRec
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.str("kind") == kind {
-			out = append(out, r)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no %s records in %s", kind, file)
+		rec.Decode(t, &r)
+		out = append(out, r)
 	}
 	goldenCache.Store(key, out)
 	return out
