@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
+	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
 	"github.com/searchfabric/sfemu/fakeupstream/topology"
 	"github.com/searchfabric/sfemu/fakeupstream/tso"
@@ -38,6 +39,15 @@ type Config struct {
 	LockTTLMs uint64
 	// Feed tunes the CDC feed; its Seed is taken from Seed.
 	Feed cdcfeed.Config
+	// Dir, when set, makes the cluster durable: every committed change is
+	// logged there (fakeupstream/kvlog) and fsynced before the commit
+	// returns, and New on the same Dir restores the committed state and a
+	// TSO that only moves forward (specs/fakeupstream-cluster.md §9).
+	// Empty: in memory only (deterministic tests pay nothing).
+	Dir string
+	// Clock, when set, is the TSO's physical clock (it overrides
+	// RealClock; Advance then works only if it is a *tso.VirtualClock).
+	Clock tso.Clock
 }
 
 // Cluster is an in-process TiKV-style cluster: TSO, Percolator MVCC,
@@ -54,6 +64,24 @@ type Cluster struct {
 	feed   *cdcfeed.Feed
 	// scratch is an encode buffer used under mu.
 	scratch []byte
+	// log is the durable log (nil in memory); restored tells what reopen
+	// found.
+	log      *kvlog.Log
+	restored RestoreStats
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+// RestoreStats describes the state a durable cluster found in its Dir.
+type RestoreStats struct {
+	// Records replayed from the log, and its size after recovery.
+	Records int
+	Size    int64
+	// TornBytes were dropped from the log's end (an unacknowledged,
+	// incomplete last record).
+	TornBytes int64
+	// TSOLimit is the persisted TSO high-water mark every new ts exceeds.
+	TSOLimit uint64
 }
 
 // New builds a cluster with one region covering the key space.
@@ -75,17 +103,28 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("fakeupstream: %w", err)
 	}
 	c := &Cluster{cfg: cfg, topo: topo}
-	if cfg.RealClock {
+	switch {
+	case cfg.Clock != nil:
+		c.clock = cfg.Clock
+		c.vclock, _ = cfg.Clock.(*tso.VirtualClock)
+	case cfg.RealClock:
 		c.clock = tso.WallClock{}
-	} else {
+	default:
 		c.vclock = tso.NewVirtualClock(cfg.StartMs)
 		c.clock = c.vclock
 	}
 	c.oracle = tso.NewOracle(c.clock)
 	c.store = mvcc.New(nil)
+	var feedMu sync.Locker = &c.mu
+	if cfg.Dir != "" {
+		if err := c.openLog(); err != nil {
+			return nil, err
+		}
+		feedMu = durableLocker{c}
+	}
 	fc := cfg.Feed
 	fc.Seed = cfg.Seed
-	c.feed = cdcfeed.New(&c.mu, cdcfeed.Backend{Store: c.store, Topo: topo, Oracle: c.oracle, Clock: c.clock}, fc)
+	c.feed = cdcfeed.New(feedMu, cdcfeed.Backend{Store: c.store, Topo: topo, Oracle: c.oracle, Clock: c.clock}, fc)
 	c.store.SetObserver(c.feed.OnChange)
 	return c, nil
 }
@@ -145,9 +184,14 @@ func (c *Cluster) Get(ctx context.Context, key []byte, ts uint64) ([]byte, error
 		return nil, err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	v, err := c.store.Get(key, ts)
-	return cloneBytes(v), err
+	v = cloneBytes(v)
+	lsn := c.lsnLocked()
+	c.mu.Unlock()
+	if err := c.persist(lsn); err != nil {
+		return nil, err
+	}
+	return v, err
 }
 
 // Scan returns up to limit (<= 0: all) committed pairs of [start, end) at
@@ -157,14 +201,19 @@ func (c *Cluster) Scan(ctx context.Context, start, end []byte, ts uint64, limit 
 		return nil, err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	kvs, err := c.store.Scan(start, end, ts, limit)
 	if err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
 	out := make([]kvevent.KV, len(kvs))
 	for i, kv := range kvs {
 		out[i] = kvevent.KV{Key: cloneBytes(kv.Key), Value: cloneBytes(kv.Value)}
+	}
+	lsn := c.lsnLocked()
+	c.mu.Unlock()
+	if err := c.persist(lsn); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -180,10 +229,14 @@ func (c *Cluster) GCSafePoint(ctx context.Context) (uint64, error) {
 }
 
 // GC raises the GC safe point to sp and drops versions below it.
+// With a Dir the new safe point is logged (best effort: a lost GC record
+// only means the older versions come back after a restart).
 func (c *Cluster) GC(sp uint64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.store.GC(sp)
+	lsn := c.lsnLocked()
+	c.mu.Unlock()
+	_ = c.persist(lsn)
 }
 
 // ---- locks ----
@@ -200,8 +253,12 @@ func (c *Cluster) ScanLocks(start, end []byte, maxTs uint64) []mvcc.Lock {
 func (c *Cluster) CheckTxnStatus(primary []byte, lockTs uint64) mvcc.TxnStatus {
 	now := c.oracle.Next()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.store.CheckTxnStatus(primary, lockTs, now)
+	st := c.store.CheckTxnStatus(primary, lockTs, now)
+	lsn := c.lsnLocked()
+	c.mu.Unlock()
+	// A log failure is sticky: every later commit fails with it.
+	_ = c.persist(lsn)
+	return st
 }
 
 // ResolveLocks is the lock resolver TiCDC runs for a stuck region: for
@@ -213,7 +270,16 @@ func (c *Cluster) CheckTxnStatus(primary []byte, lockTs uint64) mvcc.TxnStatus {
 func (c *Cluster) ResolveLocks(start, end []byte, maxTs uint64) (int, error) {
 	now := c.oracle.Next()
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	n, err := c.resolveLocksLocked(start, end, maxTs, now)
+	lsn := c.lsnLocked()
+	c.mu.Unlock()
+	if perr := c.persist(lsn); perr != nil && err == nil {
+		return 0, perr
+	}
+	return n, err
+}
+
+func (c *Cluster) resolveLocksLocked(start, end []byte, maxTs, now uint64) (int, error) {
 	locks := c.store.ScanLocks(start, end, maxTs, 0)
 	perTxn := map[uint64]int{}
 	for _, l := range locks {

@@ -126,9 +126,14 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 		}
 	}
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
 	v, err := t.c.store.Get(key, t.startTs)
-	return cloneBytes(v), err
+	v = cloneBytes(v)
+	lsn := t.c.lsnLocked()
+	t.c.mu.Unlock()
+	if perr := t.c.persist(lsn); perr != nil {
+		return nil, perr
+	}
+	return v, err
 }
 
 // Scan reads raw [start, end) (nil end = +inf) at the start ts merged with
@@ -136,8 +141,12 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 func (t *Txn) Scan(start, end []byte, limit int) ([]kvevent.KV, error) {
 	t.c.mu.Lock()
 	kvs, err := t.c.store.Scan(start, end, t.startTs, 0)
+	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
 	if err != nil {
+		return nil, err
+	}
+	if err := t.c.persist(lsn); err != nil {
 		return nil, err
 	}
 	merged := map[string][]byte{}
@@ -228,9 +237,18 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 		}
 	}
 	err := t.c.store.Prewrite(muts, opts)
+	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	// An async-commit txn is committed once all its locks exist, so its
+	// prewrites are durable before they are acknowledged. Other locks are
+	// made durable by the commit that follows them in the log (DUR-2).
+	if t.async {
+		if err := t.c.persist(lsn); err != nil {
+			return err
+		}
 	}
 	if t.prewritten == nil {
 		t.prewritten = map[string]bool{}
@@ -293,7 +311,16 @@ func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
 		return err
 	}
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
+	err := t.commitKeysLocked(commitTs, keys)
+	lsn := t.c.lsnLocked()
+	t.c.mu.Unlock()
+	if perr := t.c.persist(lsn); perr != nil && err == nil {
+		return perr
+	}
+	return err
+}
+
+func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte) error {
 	// Only keys this txn still locks get a new write record; the others
 	// are already committed (maybe by a resolver) or rolled back, and
 	// mvcc.Commit answers for them.
@@ -321,16 +348,26 @@ func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
 // choosing the ts and writing.
 func (t *Txn) Commit1PC() (uint64, error) {
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
 	ts := t.c.oracle.Next()
-	return ts, t.commit1PCLocked(ts)
+	err := t.commit1PCLocked(ts)
+	lsn := t.c.lsnLocked()
+	t.c.mu.Unlock()
+	if perr := t.c.persist(lsn); perr != nil && err == nil {
+		err = perr
+	}
+	return ts, err
 }
 
 // Commit1PCAt is Commit1PC with a chosen commit ts.
 func (t *Txn) Commit1PCAt(commitTs uint64) error {
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	return t.commit1PCLocked(commitTs)
+	err := t.commit1PCLocked(commitTs)
+	lsn := t.c.lsnLocked()
+	t.c.mu.Unlock()
+	if perr := t.c.persist(lsn); perr != nil && err == nil {
+		err = perr
+	}
+	return err
 }
 
 func (t *Txn) commit1PCLocked(commitTs uint64) error {
@@ -354,9 +391,14 @@ func (t *Txn) commit1PCLocked(commitTs uint64) error {
 // written).
 func (t *Txn) Rollback() error {
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
 	t.committed = true
-	return t.c.store.Rollback(t.Keys(), t.startTs)
+	err := t.c.store.Rollback(t.Keys(), t.startTs)
+	lsn := t.c.lsnLocked()
+	t.c.mu.Unlock()
+	if perr := t.c.persist(lsn); perr != nil && err == nil {
+		err = perr
+	}
+	return err
 }
 
 func (c *Cluster) checkCommitTs(startTs, commitTs uint64) error {

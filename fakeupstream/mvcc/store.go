@@ -24,8 +24,32 @@ type Store struct {
 	nlocks    int
 	safePoint uint64
 	obs       Observer
-	probe     entry
+	// j records every state change for persistence (nil: in memory only,
+	// and the hot paths pay one nil check).
+	j     Journal
+	probe entry
 }
+
+// Journal receives every change of the store's state, in apply order, so a
+// persistence layer can log it and replay it with the Restore methods. The
+// slices passed belong to the store and must be copied (encoded) before
+// the call returns.
+type Journal interface {
+	// PutLock: a lock was written.
+	PutLock(l *Lock)
+	// AddWrite: a write record was added to key; unlock tells that the
+	// lock of w.StartTs on key was removed by the same step (commit,
+	// rollback of a locked key).
+	AddWrite(key []byte, w *Write, unlock bool)
+	// DelLock: the lock of startTs on key was removed without a new record.
+	DelLock(key []byte, startTs uint64)
+	// GC: the safe point was raised to sp (replaying GC(sp) at this point
+	// of the sequence reproduces the same state).
+	GC(sp uint64)
+}
+
+// SetJournal installs the persistence journal (nil: none).
+func (s *Store) SetJournal(j Journal) { s.j = j }
 
 // New returns an empty store. obs may be nil.
 func New(obs Observer) *Store {
@@ -221,6 +245,9 @@ func (s *Store) Prewrite(muts []Mutation, opts PrewriteOptions) error {
 		}
 		e.lock = l
 		s.nlocks++
+		if s.j != nil {
+			s.j.PutLock(l)
+		}
 		s.emit(Change{Kind: ChangePrewrite, Op: m.Op, Key: e.key, StartTs: opts.StartTs, Value: l.Value, OldValue: e.valueAt(^uint64(0))})
 	}
 	return nil
@@ -273,6 +300,9 @@ func (s *Store) OnePC(muts []Mutation, startTs, commitTs uint64) error {
 			w.Kind = WriteLock
 		}
 		e.addWrite(w)
+		if s.j != nil {
+			s.j.AddWrite(e.key, &w, false)
+		}
 		s.emit(Change{Kind: ChangeCommitted, Op: m.Op, Key: e.key, StartTs: startTs, CommitTs: commitTs, Value: w.Value, OldValue: old})
 	}
 	return nil
@@ -327,6 +357,9 @@ func (s *Store) commitLock(e *entry, commitTs uint64) {
 	e.lock = nil
 	s.nlocks--
 	e.addWrite(w)
+	if s.j != nil {
+		s.j.AddWrite(e.key, &w, true)
+	}
 	s.emit(Change{Kind: ChangeCommit, Op: l.Op, Key: e.key, StartTs: l.StartTs, CommitTs: commitTs})
 }
 
@@ -348,14 +381,22 @@ func (s *Store) Rollback(keys [][]byte, startTs uint64) error {
 }
 
 func (s *Store) rollbackKey(e *entry, startTs uint64) {
+	unlocked := false
 	if e.lock != nil && e.lock.StartTs == startTs {
 		op := e.lock.Op
 		e.lock = nil
 		s.nlocks--
+		unlocked = true
 		s.emit(Change{Kind: ChangeRollback, Op: op, Key: e.key, StartTs: startTs})
 	}
 	if e.recordOf(startTs) == nil {
-		e.addWrite(Write{Kind: WriteRollback, StartTs: startTs, CommitTs: startTs})
+		w := Write{Kind: WriteRollback, StartTs: startTs, CommitTs: startTs}
+		e.addWrite(w)
+		if s.j != nil {
+			s.j.AddWrite(e.key, &w, unlocked)
+		}
+	} else if unlocked && s.j != nil {
+		s.j.DelLock(e.key, startTs)
 	}
 }
 
@@ -415,8 +456,33 @@ type Version struct {
 // ScanVersions returns, in key order and per key in commit order, every
 // Put/Delete record in [start, end) with after < commit_ts <= upto, with
 // the value it replaced. This is TiKV's incremental scan of the write CF.
+// The result is allocated once at its exact size (a counting pass first),
+// so a large scan does not regrow its slice.
 func (s *Store) ScanVersions(start, end []byte, after, upto uint64) []Version {
-	var out []Version
+	n := s.CountVersions(start, end, after, upto)
+	if n == 0 {
+		return nil
+	}
+	return s.AppendVersions(make([]Version, 0, n), start, end, after, upto)
+}
+
+// CountVersions is the number of records ScanVersions would return.
+func (s *Store) CountVersions(start, end []byte, after, upto uint64) int {
+	n := 0
+	s.ascend(start, end, func(e *entry) bool {
+		for i := range e.writes {
+			if w := &e.writes[i]; w.isData() && w.CommitTs > after && w.CommitTs <= upto {
+				n++
+			}
+		}
+		return true
+	})
+	return n
+}
+
+// AppendVersions is ScanVersions appending to dst (a caller's reused or
+// presized buffer) and returning the extended slice.
+func (s *Store) AppendVersions(dst []Version, start, end []byte, after, upto uint64) []Version {
 	s.ascend(start, end, func(e *entry) bool {
 		var prev []byte
 		for i := range e.writes {
@@ -430,7 +496,7 @@ func (s *Store) ScanVersions(start, end []byte, after, upto uint64) []Version {
 				if w.Kind == WriteDelete {
 					v.Op = OpDel
 				}
-				out = append(out, v)
+				dst = append(dst, v)
 			}
 			prev = nil
 			if w.Kind == WritePut {
@@ -439,7 +505,7 @@ func (s *Store) ScanVersions(start, end []byte, after, upto uint64) []Version {
 		}
 		return true
 	})
-	return out
+	return dst
 }
 
 // TxnStatus is the answer of CheckTxnStatus.
@@ -556,6 +622,9 @@ func (s *Store) GC(sp uint64) {
 		return
 	}
 	s.safePoint = sp
+	if s.j != nil {
+		s.j.GC(sp)
+	}
 	var empty []*entry
 	s.tree.Ascend(func(e *entry) bool {
 		keep := e.writes[:0]

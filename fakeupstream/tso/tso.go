@@ -82,6 +82,57 @@ type Oracle struct {
 	clock    Clock
 	physical int64
 	logical  int64
+	// Persistent window (SetWindow): every ts handed out is <= limit,
+	// and limit is saved before a ts above it is handed out.
+	save     func(limit uint64) error
+	limit    uint64
+	windowMs int64
+	err      error
+}
+
+// DefaultWindowMs is how far ahead of the clock a persistent oracle saves
+// its high-water mark (PD saves a 3 s window in etcd).
+const DefaultWindowMs = 3000
+
+// ErrWindow wraps a failure to persist the timestamp window.
+type ErrWindow struct{ Err error }
+
+func (e *ErrWindow) Error() string {
+	return "tso: cannot persist the timestamp window, refusing to hand out timestamps: " + e.Err.Error()
+}
+
+func (e *ErrWindow) Unwrap() error { return e.Err }
+
+// SetWindow makes the oracle durable across restarts, as PD's TSO: persisted
+// is the high-water mark saved by the previous run (0: none); every later
+// timestamp exceeds it, whatever the clock says (a clock stepped back after
+// a restart cannot make the oracle repeat a ts). Before handing out a ts
+// above the current mark the oracle calls save with a new mark windowMs
+// (<= 0: DefaultWindowMs) ahead, and hands the ts out only if save
+// succeeded. A failed save is sticky: Next returns 0 (never a valid ts)
+// from then on and CurrentTs and Err return the error.
+func (o *Oracle) SetWindow(persisted uint64, windowMs int64, save func(limit uint64) error) {
+	if windowMs <= 0 {
+		windowMs = DefaultWindowMs
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.observeLocked(persisted)
+	o.save, o.limit, o.windowMs = save, persisted, windowMs
+}
+
+// Err is the sticky window-save error (nil when none).
+func (o *Oracle) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// Limit is the persisted high-water mark (0 without SetWindow).
+func (o *Oracle) Limit() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.limit
 }
 
 // NewOracle returns an oracle reading physical time from clock.
@@ -94,6 +145,9 @@ func NewOracle(clock Clock) *Oracle { return &Oracle{clock: clock} }
 func (o *Oracle) Next() uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.err != nil {
+		return 0
+	}
 	now := o.clock.NowMs()
 	if now > o.physical {
 		o.physical, o.logical = now, 0
@@ -104,7 +158,16 @@ func (o *Oracle) Next() uint64 {
 			o.logical = 0
 		}
 	}
-	return Compose(o.physical, o.logical)
+	ts := Compose(o.physical, o.logical)
+	if o.save != nil && ts > o.limit {
+		limit := Compose(o.physical+o.windowMs, 0)
+		if err := o.save(limit); err != nil {
+			o.err = &ErrWindow{Err: err}
+			return 0
+		}
+		o.limit = limit
+	}
+	return ts
 }
 
 // Peek returns the greatest timestamp handed out or observed so far, without
@@ -120,6 +183,10 @@ func (o *Oracle) Peek() uint64 {
 func (o *Oracle) Observe(ts uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.observeLocked(ts)
+}
+
+func (o *Oracle) observeLocked(ts uint64) {
 	p, l := Physical(ts), Logical(ts)
 	if p > o.physical || (p == o.physical && l > o.logical) {
 		o.physical, o.logical = p, l
@@ -132,5 +199,8 @@ func (o *Oracle) CurrentTs(ctx context.Context) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("tso: %w", err)
 	}
-	return o.Next(), nil
+	if ts := o.Next(); ts != 0 {
+		return ts, nil
+	}
+	return 0, o.Err()
 }

@@ -1,0 +1,124 @@
+package fakeupstream
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
+	"github.com/searchfabric/sfemu/fakeupstream/tso"
+)
+
+// ErrClosed: the cluster was closed.
+var ErrClosed = errors.New("fakeupstream: cluster is closed")
+
+// openLog replays Config.Dir's log into the (empty) store, sets the TSO
+// above everything persisted and starts journaling. Called by New before
+// the feed observes the store, so replay produces no CDC events.
+func (c *Cluster) openLog() error {
+	var mark uint64
+	log, st, err := kvlog.Open(c.cfg.Dir, func(_ int64, r kvlog.Record) error {
+		switch r.Type {
+		case kvlog.TypeWrite:
+			return c.store.RestoreWrite(r.Key, r.Write, r.Unlock)
+		case kvlog.TypeLock:
+			return c.store.RestoreLock(r.Lock)
+		case kvlog.TypeDelLock:
+			return c.store.RestoreDelLock(r.Key, r.StartTs)
+		case kvlog.TypeGC:
+			c.store.GC(r.Ts)
+		case kvlog.TypeTSO:
+			mark = max(mark, r.Ts)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("fakeupstream: open %s: %w", c.cfg.Dir, err)
+	}
+	hw := max(mark, c.store.MaxTs())
+	// A virtual clock resumes at the high-water mark, so lock TTLs and
+	// resolved-ts intervals keep counting from there (an injected clock
+	// is left alone: the oracle alone guards monotonicity).
+	if c.vclock != nil && c.cfg.Clock == nil && hw > 0 {
+		c.vclock.Set(tso.Physical(hw))
+	}
+	c.oracle.SetWindow(hw, tso.DefaultWindowMs, log.SaveTSO)
+	c.store.SetJournal(log)
+	c.log = log
+	c.restored = RestoreStats{Records: st.Records, Size: st.Size, TornBytes: st.TornBytes, TSOLimit: hw}
+	return nil
+}
+
+// Restored describes what New found in Config.Dir (zero in memory).
+func (c *Cluster) Restored() RestoreStats { return c.restored }
+
+// Durable reports whether the cluster persists to a Dir.
+func (c *Cluster) Durable() bool { return c.log != nil }
+
+// lsnLocked is the log offset covering every change applied so far (0 in
+// memory). Called under c.mu.
+func (c *Cluster) lsnLocked() int64 {
+	if c.log == nil {
+		return 0
+	}
+	return c.log.Appended()
+}
+
+// persist waits until the log is durable up to lsn (group commit). In
+// memory it returns at once.
+func (c *Cluster) persist(lsn int64) error {
+	if c.log == nil || lsn == 0 {
+		return nil
+	}
+	if err := c.log.Sync(lsn); err != nil {
+		if errors.Is(err, kvlog.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("fakeupstream: persist: %w", err)
+	}
+	return nil
+}
+
+// Close makes every logged change durable and releases Config.Dir (its
+// files and lock); a later New on the Dir restores the state. Changes
+// after Close fail with ErrClosed. In memory Close does nothing. Close is
+// idempotent.
+func (c *Cluster) Close() error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed || c.log == nil {
+		c.closed = true
+		return nil
+	}
+	c.closed = true
+	if err := c.log.Close(); err != nil {
+		return fmt.Errorf("fakeupstream: close %s: %w", c.cfg.Dir, err)
+	}
+	return nil
+}
+
+// durableLocker is the feed's mutex in a durable cluster: it is c.mu, but
+// Lock returns only when every change applied so far is on disk, so
+// Stream.Recv never hands a CDC client a row (or a resolved ts above a
+// commit) that a crash could still take back (DUR-3). It retries twice
+// without holding c.mu, then waits holding it, so a steady stream of
+// commits cannot starve a reader.
+type durableLocker struct{ c *Cluster }
+
+func (d durableLocker) Lock() {
+	c := d.c
+	for i := 0; ; i++ {
+		c.mu.Lock()
+		if !c.log.Pending() {
+			return
+		}
+		lsn := c.log.Appended()
+		if i >= 2 {
+			_ = c.log.Sync(lsn)
+			return
+		}
+		c.mu.Unlock()
+		_ = c.log.Sync(lsn)
+	}
+}
+
+func (d durableLocker) Unlock() { d.c.mu.Unlock() }
