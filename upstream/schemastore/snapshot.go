@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -153,4 +154,53 @@ func (h *history) loadSnapshot(snap *metaSnapshot, ch *changeSet) {
 			h.putTable(db.ID, ti, ti.PhysicalIDs(), snap.ts, 0, false, ch)
 		}
 	}
+}
+
+// LookupTable finds table db.table in the schema at ts, read from the meta
+// keys through r (the reads a fresh store's initial snapshot makes, S10):
+// the databases hash, then that database's tables hash. Names compare
+// case-insensitively, as TiDB's identifiers do. It returns the TableInfo
+// as it is at ts and its schema id; a database or table that does not
+// exist at ts is an error naming both and the ts. Keys are classic (no
+// keyspace prefix). Callers use it to resolve names to table ids without
+// a store (for example before the store exists, or for a consistency
+// check at a past ts).
+func LookupTable(ctx context.Context, r kvevent.SnapshotReader, ts uint64, db, table string) (*model.TableInfo, int64, error) {
+	const page = 1024
+	dbFields, err := scanHash(ctx, r, nil, "DBs", ts, page)
+	if err != nil {
+		return nil, 0, err
+	}
+	ldb, ltable := strings.ToLower(db), strings.ToLower(table)
+	for _, f := range dbFields {
+		id, ok := idField(f.field, "DB:")
+		if !ok {
+			continue
+		}
+		info, err := model.ParseDBInfo(f.value)
+		if err != nil {
+			return nil, 0, fmt.Errorf("schemastore: meta DBs field %q at ts %d: %w", f.field, ts, err)
+		}
+		if info.Name.L != ldb {
+			continue
+		}
+		tables, err := scanHash(ctx, r, nil, "DB:"+strconv.FormatInt(id, 10), ts, page)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, tf := range tables {
+			if _, ok := idField(tf.field, "Table:"); !ok {
+				continue
+			}
+			ti, err := model.ParseTableInfo(tf.value)
+			if err != nil {
+				return nil, 0, fmt.Errorf("schemastore: meta DB:%d field %q at ts %d: %w", id, tf.field, ts, err)
+			}
+			if ti.Name.L == ltable {
+				return ti, id, nil
+			}
+		}
+		return nil, 0, fmt.Errorf("schemastore: table %s.%s does not exist at ts %d (database %s has id %d)", db, table, ts, db, id)
+	}
+	return nil, 0, fmt.Errorf("schemastore: table %s.%s does not exist at ts %d: no database %q", db, table, ts, db)
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -11,9 +12,12 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/normalize"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
@@ -75,11 +79,15 @@ func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts
 // default (emulator contract E28); a field the upstream row does not have
 // is a difference. The collection must have safe_ts >= ts and the upstream
 // no changes after ts.
+//
+// The upstream side is read through up.Snapshot() (ReadTableAt), so it
+// works in every mode: in process, over the embedded gRPC servers and
+// against a real cluster (M49, SR3).
 func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator, tables []TableRef, ts uint64) ([]Diff, error) {
 	var diffs []Diff
 	for _, ref := range tables {
 		coll := ref.CollectionName()
-		snap, err := sqlfront.ReadTable(ctx, up.Cluster, ref.DB, ref.Table, ts)
+		snap, err := ReadTableAt(ctx, up.Snapshot(), ref.DB, ref.Table, ts)
 		if err != nil {
 			return nil, err
 		}
@@ -215,4 +223,68 @@ func originDefaultText(col *model.ColumnInfo) string {
 		return "NULL"
 	}
 	return fmt.Sprint(col.OriginDefaultValue)
+}
+
+// TableRow is one row of a table read by snapshot.
+type TableRow struct {
+	PhysicalID int64
+	Key        []byte
+	// Values holds the row's datums by column offset (owned).
+	Values []value.Datum
+}
+
+// TableAt is a table as it was at a ts.
+type TableAt struct {
+	SchemaID int64
+	Table    *model.TableInfo
+	// Rows in key order (partition by partition, each in handle order).
+	Rows []TableRow
+}
+
+// snapshotPage is the page size of ReadTableAt's record scans.
+const snapshotPage = 4096
+
+// ReadTableAt reads db.table at ts through r the way the adapter reads
+// the upstream: the TableInfo from the meta keys at ts
+// (schemastore.LookupTable), then every physical table's record span at
+// ts, page by page, each row decoded by the mounter with that TableInfo.
+// A table that does not exist at ts, a ts below the GC safe point and a
+// row that does not decode are errors naming the table and the ts.
+func ReadTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string, ts uint64) (*TableAt, error) {
+	ti, schemaID, err := schemastore.LookupTable(ctx, r, ts, db, table)
+	if err != nil {
+		return nil, err
+	}
+	out := &TableAt{SchemaID: schemaID, Table: ti}
+	m := mounter.New(mounter.Config{})
+	var rc mounter.RowChange
+	for _, phys := range ti.PhysicalIDs() {
+		start := tablecodec.EncodeRecordPrefix(nil, phys)
+		end := tablecodec.PrefixNext(start)
+		for {
+			kvs, err := r.Scan(ctx, start, end, ts, snapshotPage)
+			if err != nil {
+				return nil, fmt.Errorf("pipeline: read %s.%s (physical table %d) at ts %d: %w", db, table, phys, ts, err)
+			}
+			for _, kv := range kvs {
+				entry := kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: kv.Key, Value: kv.Value, CRTs: ts}
+				if err := m.Decode(&entry, ti, &rc); err != nil {
+					return nil, fmt.Errorf("pipeline: decode row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+				}
+				ds, err := rc.Row.Datums(nil)
+				if err != nil {
+					return nil, fmt.Errorf("pipeline: row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+				}
+				for i := range ds {
+					ds[i] = ds[i].Clone()
+				}
+				out.Rows = append(out.Rows, TableRow{PhysicalID: phys, Key: bytes.Clone(kv.Key), Values: ds})
+			}
+			if len(kvs) < snapshotPage {
+				break
+			}
+			start = append(bytes.Clone(kvs[len(kvs)-1].Key), 0)
+		}
+	}
+	return out, nil
 }

@@ -13,54 +13,15 @@ import (
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
-	"github.com/searchfabric/sfemu/fakeupstream"
-	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
-	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/pd"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
-
-// Upstream is the embedded TiKV-style cluster and its SQL front.
-type Upstream struct {
-	Cluster *fakeupstream.Cluster
-	SQL     *sqlfront.Server
-}
-
-// UpstreamConfig configures NewUpstream.
-type UpstreamConfig struct {
-	Seed int64
-	// RealClock runs TSO and resolved-ts ticks on the wall clock (the demo
-	// and the end-to-end tests); otherwise time is virtual.
-	RealClock bool
-	// ResolvedTsInterval is the time between resolved-ts rounds (TiKV's
-	// min-ts-interval). Default 50 ms: short, so safe_ts follows writes
-	// closely in the demo.
-	ResolvedTsInterval time.Duration
-}
-
-// NewUpstream starts an empty embedded cluster with its SQL front.
-func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
-	iv := cfg.ResolvedTsInterval
-	if iv <= 0 {
-		iv = 50 * time.Millisecond
-	}
-	c, err := fakeupstream.New(fakeupstream.Config{
-		Seed: cfg.Seed, RealClock: cfg.RealClock,
-		Feed: cdcfeed.Config{ResolvedTsIntervalMs: iv.Milliseconds()},
-	})
-	if err != nil {
-		return nil, err
-	}
-	srv, err := sqlfront.New(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return &Upstream{Cluster: c, SQL: srv}, nil
-}
 
 // TableRef names an upstream table.
 type TableRef struct {
@@ -110,6 +71,10 @@ type AdapterConfig struct {
 	// WrapSink, when set, wraps the emulator as the bridge's sink (tests
 	// use it to observe batches and progress).
 	WrapSink func(normalize.Sink) normalize.Sink
+	// GC tunes the service GC safe point the adapter holds at its
+	// checkpoint when it reads through PD (ModeWire, ModeReal).
+	// ServiceID defaults to "sfemu-" + ClientID.
+	GC pd.ServiceSafePointConfig
 }
 
 // tapped calls tap, then next.
@@ -143,9 +108,15 @@ type Adapter struct {
 	Resume normalize.Resume
 	Tables []normalize.Table
 
-	storeSrc    *fakeupstream.Source
+	// GC is the service GC safe point held at the checkpoint (nil in
+	// process).
+	GC *pd.ServiceSafePoint
+
+	storeSrc    kvevent.Source
 	storeCancel context.CancelFunc
 	storeDone   chan error
+
+	gcHold *gcHold
 
 	closeOnce sync.Once
 	closeErr  error
@@ -170,19 +141,37 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 	if cfg.DDLPollLimit <= 0 {
 		cfg.DDLPollLimit = 64
 	}
-	tables, err := resolveTables(up, cfg.Tables)
+	tables, err := resolveTables(ctx, up, cfg.Tables, cfg.StartTs)
 	if err != nil {
 		return nil, err
 	}
 	return startWithTables(ctx, up, emu, cfg, tables)
 }
 
-// resolveTables finds the physical tables of refs in the upstream's
-// current catalog: every physical partition of a table is one path (M47).
-func resolveTables(up *Upstream, refs []TableRef) ([]normalize.Table, error) {
+// resolveTables finds the physical tables of refs: every physical
+// partition of a table is one path (M47). In process they come from the
+// SQL front's current catalog; over the wire (embedded or real) from the
+// meta keys at ts (0 = the upstream's current ts) read by snapshot, the
+// way a real cluster is read (SR1).
+func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64) ([]normalize.Table, error) {
+	if up.Mode() != ModeInProcess || up.SQL == nil {
+		if ts == 0 {
+			var err error
+			if ts, err = up.CurrentTs(ctx); err != nil {
+				return nil, fmt.Errorf("pipeline: resolving tables: current ts: %w", err)
+			}
+		}
+	}
 	var tables []normalize.Table
 	for _, ref := range refs {
-		ti, dbID, err := up.SQL.TableInfo(ref.DB, ref.Table)
+		var ti *model.TableInfo
+		var dbID int64
+		var err error
+		if up.Mode() == ModeInProcess && up.SQL != nil {
+			ti, dbID, err = up.SQL.TableInfo(ref.DB, ref.Table)
+		} else {
+			ti, dbID, err = schemastore.LookupTable(ctx, up.Snapshot(), ts, ref.DB, ref.Table)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: table %s: %w", ref, err)
 		}
@@ -213,7 +202,7 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	now := cfg.StartTs
 	if now == 0 {
 		var err error
-		if now, err = up.Cluster.CurrentTs(ctx); err != nil {
+		if now, err = up.CurrentTs(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -232,25 +221,62 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		return nil, err
 	}
 
-	storeSrc := up.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: cfg.SourcePoll})
-	store, err := schemastore.New(schemastore.Config{
-		Dir: filepath.Join(cfg.DataDir, "schemastore"), Snapshot: up.Cluster, Source: storeSrc, InitialTs: resume.StartTs,
-	})
-	if err != nil {
+	// Over PD, hold the service GC safe point at the resume point before
+	// anything reads history: a start ts GC already passed fails here,
+	// naming both (P4).
+	var hold *gcHold
+	if up.PD != nil {
+		gcfg := cfg.GC
+		if gcfg.ServiceID == "" {
+			gcfg.ServiceID = "sfemu-" + cfg.ClientID
+		}
+		keeper, err := up.PD.HoldGC(ctx, gcfg, resume.StartTs)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: start ts %d: %w", resume.StartTs, err)
+		}
+		hold = startGCHold(keeper, gcfg)
+	}
+	fail := func(err error) (*Adapter, error) {
+		if hold != nil {
+			hold.stop(true)
+		}
 		return nil, err
 	}
+
+	storeSrc, err := up.NewSource(cfg.SourcePoll)
+	if err != nil {
+		return fail(err)
+	}
+	store, err := schemastore.New(schemastore.Config{
+		Dir: filepath.Join(cfg.DataDir, "schemastore"), Snapshot: up.Snapshot(), Source: storeSrc, InitialTs: resume.StartTs,
+	})
+	if err != nil {
+		_ = storeSrc.Close()
+		return fail(err)
+	}
 	sctx, scancel := context.WithCancel(context.Background())
-	a := &Adapter{Bridge: bridge, Resume: resume, Tables: tables, storeSrc: storeSrc, storeCancel: scancel, storeDone: make(chan error, 1)}
+	a := &Adapter{Bridge: bridge, Resume: resume, Tables: tables, storeSrc: storeSrc, storeCancel: scancel, storeDone: make(chan error, 1), gcHold: hold}
+	if hold != nil {
+		a.GC = hold.keeper
+	}
 	go func() { a.storeDone <- storeSrc.Run(sctx) }()
 
 	var cb minicdc.Callback = bridge
 	if cfg.Tap != nil {
 		cb = tapped{tap: cfg.Tap, next: bridge}
 	}
-	tableSrc := up.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: cfg.SourcePoll})
+	if hold != nil {
+		cb = gcCallback{next: cb, hold: hold}
+	}
+	tableSrc, err := up.NewSource(cfg.SourcePoll)
+	if err != nil {
+		_ = store.Close()
+		_ = a.stopStoreSource()
+		return fail(err)
+	}
 	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit},
 		minicdc.Deps{
-			Clock:       up.Cluster,
+			Clock:       up.Clock(),
 			SchemaStore: store,
 			Source:      tableSrc,
 			NewDecoder: func(int64) (minicdc.RowDecoder, error) {
@@ -261,8 +287,8 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 			},
 		}, cb, cfg.Runtime)
 	if err != nil {
-		a.stopStoreSource()
-		return nil, err
+		_ = a.stopStoreSource()
+		return fail(err)
 	}
 	a.RT = rt
 	return a, nil
@@ -281,13 +307,21 @@ func (a *Adapter) stopStoreSource() error {
 func (a *Adapter) Done() <-chan struct{} { return a.RT.Done() }
 
 // Close stops the runtime (which closes its source and the schema store)
-// and then the store's source. It returns the runtime's fatal error, if
-// any. It is idempotent.
+// and then the store's source. Over PD, a clean stop (no fatal error)
+// removes the service GC safe point; after a fatal error (a table-set
+// change included) it stays, so the next adapter, or a restart within its
+// TTL, still finds the history from the checkpoint on (P6, SR2). It
+// returns the runtime's fatal error, if any. It is idempotent.
 func (a *Adapter) Close() error {
 	a.closeOnce.Do(func() {
 		err := a.RT.Close()
 		if serr := a.stopStoreSource(); err == nil && serr != nil {
 			err = fmt.Errorf("pipeline: schema store source: %w", serr)
+		}
+		if a.gcHold != nil {
+			if gerr := a.gcHold.stop(err == nil); err == nil {
+				err = gerr
+			}
 		}
 		a.closeErr = err
 	})

@@ -128,12 +128,24 @@ func (w *workload) step(t *testing.T, ctx context.Context) {
 // one transaction arrive from several regions, interleaved), then checks
 // every collection against the upstream read by snapshot at a final ts.
 func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
+	testE2ECollections(t, false)
+}
+
+// TestE2E_Wire_CollectionsEqualUpstreamSnapshot is the same run over the
+// embedded gRPC servers: PD client, client-go snapshots and the EventFeed
+// log puller (SR1).
+func TestE2E_Wire_CollectionsEqualUpstreamSnapshot(t *testing.T) {
+	testE2ECollections(t, true)
+}
+
+func testE2ECollections(t *testing.T, wire bool) {
 	seed := seedFor(t)
 	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer up.Close()
 	ss := up.SQL.NewSession("")
 	setupShop(t, ctx, ss)
 	dir := t.TempDir()
