@@ -31,6 +31,18 @@ var Schema = []string{
 		"PARTITION BY HASH (id) PARTITIONS 4",
 }
 
+// Exists reports whether the demo schema (both tables) is already there,
+// as on a restart over a durable upstream; Setup is idempotent anyway (IF
+// NOT EXISTS writes nothing when the object exists).
+func Exists(srv *sqlfront.Server) bool {
+	for _, t := range []string{"products", "events"} {
+		if _, _, err := srv.TableInfo(Database, t); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Setup runs Schema on a session.
 func Setup(ctx context.Context, ss *sqlfront.Session) error {
 	for _, q := range Schema {
@@ -70,6 +82,43 @@ type Workload struct {
 func NewWorkload(seed int64, ss *sqlfront.Session) *Workload {
 	return &Workload{rng: rand.New(rand.NewSource(seed)), ss: ss, nextID: 1, nextEv: 1, DDLEvery: 500,
 		Now: func() string { return "2024-01-01 00:00:00.000" }}
+}
+
+// Resume continues the workload over data an earlier run left (a durable
+// upstream reopened): product and event ids continue above the highest
+// stored ones, updates and deletes pick from the stored products, and the
+// DDL cycle continues from the current columns (promo present: the next
+// DDL drops it). ts is the snapshot to read (a fresh TSO ts).
+func (w *Workload) Resume(ctx context.Context, srv *sqlfront.Server, ts uint64) error {
+	if !Exists(srv) {
+		return nil
+	}
+	products, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, "products", ts)
+	if err != nil {
+		return fmt.Errorf("demo: resume: %w", err)
+	}
+	w.live = w.live[:0]
+	w.nextID = 1
+	for _, r := range products.Rows {
+		id := r.Values[0].GetInt64()
+		w.live = append(w.live, id)
+		w.nextID = max(w.nextID, id+1)
+	}
+	events, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, "events", ts)
+	if err != nil {
+		return fmt.Errorf("demo: resume: %w", err)
+	}
+	w.nextEv = 1
+	for _, r := range events.Rows {
+		w.nextEv = max(w.nextEv, r.Values[0].GetInt64()+1)
+	}
+	w.ddlStep = 0
+	for _, c := range products.Table.Columns {
+		if c.Name.L == "promo" {
+			w.ddlStep = 1
+		}
+	}
+	return nil
 }
 
 // Stats counts what the workload did.

@@ -48,3 +48,46 @@ func TestWorkloadRunsEveryKindAndIsDeterministic(t *testing.T) {
 	c, _ := run(t, 8, 300)
 	require.NotEqual(t, a, c)
 }
+
+// A restart over a durable upstream: the schema exists, Setup is a no-op,
+// and a resumed workload continues (ids above the stored ones, the DDL
+// cycle from the current columns) without errors.
+func TestResumeOverDurableUpstream(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 3, Dir: dir})
+	require.NoError(t, err)
+	s, err := sqlfront.Open(ctx, c)
+	require.NoError(t, err)
+	require.False(t, Exists(s))
+	require.NoError(t, Setup(ctx, s.NewSession("")))
+	require.True(t, Exists(s))
+	w := NewWorkload(3, s.NewSession(""))
+	w.DDLEvery = 7
+	var st Stats
+	for i := 0; i < 50; i++ { // ends with promo added (7 DDLs)
+		require.NoError(t, w.Step(ctx, &st), "step %d", i)
+	}
+	require.NoError(t, c.Close())
+
+	c2, err := fakeupstream.New(fakeupstream.Config{Seed: 3, Dir: dir})
+	require.NoError(t, err)
+	defer c2.Close()
+	s2, err := sqlfront.Open(ctx, c2)
+	require.NoError(t, err)
+	require.True(t, Exists(s2))
+	v := s2.SchemaVersion()
+	require.NoError(t, Setup(ctx, s2.NewSession("")))
+	require.Equal(t, v, s2.SchemaVersion(), "Setup on an existing schema runs no DDL")
+	ts, err := c2.CurrentTs(ctx)
+	require.NoError(t, err)
+	w2 := NewWorkload(4, s2.NewSession(""))
+	w2.DDLEvery = 7
+	require.NoError(t, w2.Resume(ctx, s2, ts))
+	var st2 Stats
+	for i := 0; i < 100; i++ {
+		require.NoError(t, w2.Step(ctx, &st2), "resumed step %d", i)
+	}
+	require.NotZero(t, st2.Inserts)
+	require.NotZero(t, st2.DDLs)
+}

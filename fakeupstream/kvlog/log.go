@@ -339,10 +339,14 @@ func (l *Log) Pending() bool {
 // Sync returns once every record up to offset lsn is on disk (written and
 // fsynced), or the log's sticky write error. One caller at a time writes
 // and fsyncs everything buffered so far; the others wait and find their
-// records already durable (group commit).
+// records already durable (group commit). After Close it fails with
+// ErrClosed.
 func (l *Log) Sync(lsn int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
 	for l.durable < lsn {
 		if l.err != nil {
 			return l.err

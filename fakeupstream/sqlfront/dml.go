@@ -167,7 +167,9 @@ func (s *Server) newRow(ti *model.TableInfo, given map[int64]literal) (*row, err
 		ft := &c.FieldType
 		if mysql.HasAutoIncrementFlag(ft.GetFlag()) && (!ok || lit.kind == litNull || (lit.kind == litInt && lit.i == 0)) {
 			id := s.cat.autoIDs[ti.ID] + 1
-			s.cat.autoIDs[ti.ID] = id
+			if err := s.takeAutoID(ti.ID, id); err != nil {
+				return nil, err
+			}
 			lit, ok = literal{kind: litInt, i: id}, true
 		}
 		if !ok {
@@ -183,7 +185,9 @@ func (s *Server) newRow(ti *model.TableInfo, given map[int64]literal) (*row, err
 			return nil, fmt.Errorf("sqlfront: %w", err)
 		}
 		if mysql.HasAutoIncrementFlag(ft.GetFlag()) && d.Kind() == value.KindInt64 && d.GetInt64() > s.cat.autoIDs[ti.ID] {
-			s.cat.autoIDs[ti.ID] = d.GetInt64()
+			if err := s.takeAutoID(ti.ID, d.GetInt64()); err != nil {
+				return nil, err
+			}
 		}
 		r.datums[c.Offset] = d
 	}
@@ -250,7 +254,9 @@ func (s *Server) locate(ti *model.TableInfo, r *row, rowID int64) error {
 	default:
 		if rowID == 0 {
 			rowID = s.cat.autoIDs[ti.ID] + 1
-			s.cat.autoIDs[ti.ID] = rowID
+			if err := s.takeAutoID(ti.ID, rowID); err != nil {
+				return err
+			}
 		}
 		h = tablecodec.NewIntHandle(rowID)
 	}

@@ -38,6 +38,9 @@ type catalog struct {
 	nextID        int64
 	// autoIDs keeps the next _tidb_rowid / auto-increment value per table.
 	autoIDs map[int64]int64
+	// autoLimit is the persisted auto-id mark per table (durable
+	// clusters only): ids up to it may be handed out without a write.
+	autoLimit map[int64]int64
 }
 
 type tableEntry struct {
@@ -46,18 +49,29 @@ type tableEntry struct {
 }
 
 // New bootstraps the system schema (mysql with tidb_ddl_job and
-// tidb_ddl_history) on cluster and returns its SQL front.
+// tidb_ddl_history) on cluster and returns its SQL front. A cluster that
+// already holds a bootstrapped meta (reopened from its Dir) is not
+// bootstrapped again: New is Open.
 func New(ctx context.Context, cluster *fakeupstream.Cluster) (*Server, error) {
-	s := &Server{
+	return Open(ctx, cluster)
+}
+
+func newServer(cluster *fakeupstream.Cluster) *Server {
+	return &Server{
 		cluster: cluster,
 		cat: &catalog{
-			dbs:     map[int64]*model.DBInfo{},
-			tables:  map[int64]*tableEntry{},
-			nextID:  firstUserID,
-			autoIDs: map[int64]int64{},
+			dbs:       map[int64]*model.DBInfo{},
+			tables:    map[int64]*tableEntry{},
+			nextID:    firstUserID,
+			autoIDs:   map[int64]int64{},
+			autoLimit: map[int64]int64{},
 		},
 		clockMs: cluster.NowMs,
 	}
+}
+
+func bootstrap(ctx context.Context, cluster *fakeupstream.Cluster) (*Server, error) {
+	s := newServer(cluster)
 	mysqlDB := &model.DBInfo{ID: MysqlDBID, Name: cistr("mysql"), Charset: "utf8mb4", Collate: "utf8mb4_bin", State: model.StatePublic}
 	txn := cluster.Begin()
 	s.cat.schemaVersion = 1
@@ -323,6 +337,10 @@ func (c *catalog) clone() *catalog {
 		schemaVersion: c.schemaVersion,
 		nextID:        c.nextID,
 		autoIDs:       make(map[int64]int64, len(c.autoIDs)),
+		autoLimit:     make(map[int64]int64, len(c.autoLimit)),
+	}
+	for id, v := range c.autoLimit {
+		n.autoLimit[id] = v
 	}
 	for id, d := range c.dbs {
 		n.dbs[id] = d
