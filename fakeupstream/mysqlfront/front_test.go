@@ -1,0 +1,322 @@
+package mysqlfront
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+)
+
+// P1, V1, V2, R1: what go-sql-driver and the mysql CLI send at connect is
+// answered, and simple SELECTs without a table work.
+func TestConnectAndSessionQueries(t *testing.T) {
+	f := startFront(t)
+	require.NoError(t, f.db.Ping())
+	var version string
+	require.NoError(t, f.db.QueryRow("SELECT VERSION()").Scan(&version))
+	require.Equal(t, ServerVersion, version)
+	require.Contains(t, version, "TiDB")
+	var one int
+	require.NoError(t, f.db.QueryRow("SELECT 1").Scan(&one))
+	require.Equal(t, 1, one)
+	var maxPacket int64
+	require.NoError(t, f.db.QueryRow("SELECT @@max_allowed_packet").Scan(&maxPacket))
+	require.Equal(t, int64(64<<20), maxPacket)
+	require.Equal(t, [][]string{{VersionComment}}, queryStrings(t, f.db, "select @@version_comment limit 1"))
+	mustExec(t, f.db, "SET NAMES utf8mb4")
+	mustExec(t, f.db, "SET autocommit=1")
+	mustExec(t, f.db, "SET @@session.sql_mode = 'STRICT_TRANS_TABLES'")
+	require.Equal(t, [][]string{{"NULL"}}, queryStrings(t, f.db, "SELECT DATABASE()"))
+	require.Equal(t, [][]string{{"3", "a-b", "1", "NULL", "2.5000"}}, queryStrings(t, f.db, "SELECT 1+2, CONCAT('a','-','b'), 7 % 3 = 1, NULL, 5/2"))
+	var cur, tso uint64
+	require.NoError(t, f.db.QueryRow("SELECT @@tidb_current_ts").Scan(&cur))
+	require.NoError(t, f.db.QueryRow("SELECT TIDB_CURRENT_TSO()").Scan(&tso))
+	require.Greater(t, tso, cur)
+
+	conn, err := f.db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	mustExec(t, conn, "SET @@sql_mode = 'ANSI'")
+	require.Equal(t, [][]string{{"ANSI", "1"}}, queryStrings(t, conn, "SELECT @@sql_mode, @@autocommit"))
+	_, err = conn.QueryContext(context.Background(), "SELECT @@no_such_variable")
+	requireMySQLError(t, err, ErUnknownSystemVar)
+}
+
+// S2 via the wire, Q1, R1, D1: DDL, DML with interpolated parameters,
+// SELECT with WHERE/ORDER BY/LIMIT, and UPDATE/DELETE with expressions the
+// SQL front leaves to this package (CONCAT, %).
+func TestDDLDMLAndSelect(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE d1")
+	mustExec(t, f.db, "CREATE TABLE d1.t (id BIGINT PRIMARY KEY, v VARCHAR(64), n INT, d DECIMAL(10,2))")
+	for i := 1; i <= 20; i++ {
+		res := mustExec(t, f.db, "INSERT INTO d1.t VALUES (?, ?, ?, ?)", i, fmt.Sprintf("v%d", i), i*10, fmt.Sprintf("%d.5", i))
+		n, err := res.RowsAffected()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+	}
+	res := mustExec(t, f.db, "UPDATE d1.t SET v = CONCAT(v, '-u') WHERE id % 3 = 0")
+	n, _ := res.RowsAffected()
+	require.Equal(t, int64(6), n)
+	res = mustExec(t, f.db, "DELETE FROM d1.t WHERE id % 7 = 0")
+	n, _ = res.RowsAffected()
+	require.Equal(t, int64(2), n)
+	res = mustExec(t, f.db, "UPDATE d1.t SET n = n + 1 WHERE id = 1")
+	n, _ = res.RowsAffected()
+	require.Equal(t, int64(1), n)
+
+	got := queryStrings(t, f.db, "SELECT id, v, n, d FROM d1.t WHERE id IN (1, 3, 7, 9) OR v IS NULL ORDER BY id DESC")
+	require.Equal(t, [][]string{{"9", "v9-u", "90", "9.50"}, {"3", "v3-u", "30", "3.50"}, {"1", "v1", "11", "1.50"}}, got)
+	require.Equal(t, [][]string{{"18"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM d1.t"))
+	require.Equal(t, [][]string{{"20", "1", "18"}}, queryStrings(t, f.db, "SELECT MAX(id), MIN(id), COUNT(v) FROM d1.t"))
+	require.Equal(t, [][]string{{"2", "v2"}, {"4", "v4"}}, queryStrings(t, f.db, "SELECT id, v FROM d1.t WHERE n BETWEEN 15 AND 45 AND v NOT LIKE '%-u' ORDER BY id LIMIT 2"))
+	require.Equal(t, [][]string{{"4"}, {"5"}}, queryStrings(t, f.db, "SELECT id FROM d1.t ORDER BY id LIMIT 2 OFFSET 3"))
+	require.Equal(t, [][]string{{"4"}, {"5"}}, queryStrings(t, f.db, "SELECT id FROM d1.t ORDER BY id LIMIT 3, 2"))
+	require.Equal(t, [][]string{{"20", "v20"}}, queryStrings(t, f.db, "SELECT x.id AS k, x.v FROM d1.t AS x ORDER BY k DESC LIMIT 1"))
+
+	mustExec(t, f.db, "USE d1")
+	require.Equal(t, [][]string{{"d1"}}, queryStrings(t, f.db, "SELECT DATABASE()"))
+	rows := queryStrings(t, f.db, "SELECT * FROM t WHERE id = ?", 2)
+	require.Equal(t, [][]string{{"2", "v2", "20", "2.50"}}, rows)
+	// Wildcard column names and order come from the table.
+	r, err := f.db.Query("SELECT * FROM t LIMIT 1")
+	require.NoError(t, err)
+	cols, err := r.Columns()
+	require.NoError(t, err)
+	r.Close()
+	require.Equal(t, []string{"id", "v", "n", "d"}, cols)
+
+	require.Contains(t, queryStrings(t, f.db, "SHOW DATABASES"), []string{"d1"})
+	require.Equal(t, [][]string{{"t"}}, queryStrings(t, f.db, "SHOW TABLES"))
+	mustExec(t, f.db, "ALTER TABLE t ADD COLUMN w INT DEFAULT 5")
+	require.Equal(t, [][]string{{"1", "5"}}, queryStrings(t, f.db, "SELECT id, w FROM t ORDER BY id LIMIT 1"))
+	mustExec(t, f.db, "DROP DATABASE d1")
+	_, err = f.db.Query("SELECT * FROM d1.t")
+	requireMySQLError(t, err, ErBadDB)
+}
+
+// Q2: explicit transactions (go-sql-driver's BEGIN/COMMIT/ROLLBACK) and
+// autocommit=0 on one connection.
+func TestTransactions(t *testing.T) {
+	f := startFront(t)
+	ctx := testCtx(t)
+	mustExec(t, f.db, "CREATE DATABASE tx")
+	mustExec(t, f.db, "CREATE TABLE tx.t (id INT PRIMARY KEY, v INT)")
+	tx, err := f.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	mustExec(t, tx, "INSERT INTO tx.t VALUES (1, 1), (2, 2)")
+	require.NoError(t, tx.Rollback())
+	require.Equal(t, [][]string{{"0"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM tx.t"))
+	tx, err = f.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	mustExec(t, tx, "INSERT INTO tx.t VALUES (1, 1), (2, 2)")
+	mustExec(t, tx, "UPDATE tx.t SET v = 20 WHERE id = 2")
+	require.NoError(t, tx.Commit())
+	require.Equal(t, [][]string{{"1", "1"}, {"2", "20"}}, queryStrings(t, f.db, "SELECT id, v FROM tx.t ORDER BY id"))
+
+	conn, err := f.db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	mustExec(t, conn, "SET autocommit = 0")
+	mustExec(t, conn, "INSERT INTO tx.t VALUES (3, 3)")
+	require.Equal(t, [][]string{{"2"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM tx.t"), "not visible before COMMIT")
+	mustExec(t, conn, "COMMIT")
+	require.Equal(t, [][]string{{"3"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM tx.t"))
+	mustExec(t, conn, "INSERT INTO tx.t VALUES (4, 4)")
+	mustExec(t, conn, "SET autocommit = 1") // commits, as in MySQL
+	require.Equal(t, [][]string{{"4"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM tx.t"))
+}
+
+// R2: AS OF TIMESTAMP at two timestamps shows the two versions; TSO,
+// integer and datetime forms; a future ts is refused; tidb_snapshot.
+func TestSelectAsOf(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE h")
+	mustExec(t, f.db, "CREATE TABLE h.t (id INT PRIMARY KEY, v VARCHAR(10))")
+	mustExec(t, f.db, "INSERT INTO h.t VALUES (1, 'a'), (2, 'b')")
+	var ts1 uint64
+	require.NoError(t, f.db.QueryRow("SELECT TIDB_CURRENT_TSO()").Scan(&ts1))
+	mustExec(t, f.db, "UPDATE h.t SET v = 'a2' WHERE id = 1")
+	mustExec(t, f.db, "DELETE FROM h.t WHERE id = 2")
+	mustExec(t, f.db, "INSERT INTO h.t VALUES (3, 'c')")
+	var ts2 uint64
+	require.NoError(t, f.db.QueryRow("SELECT @@tidb_current_ts").Scan(&ts2))
+
+	q := "SELECT id, v FROM h.t AS OF TIMESTAMP TIDB_PARSE_TSO(%d) ORDER BY id"
+	at1 := queryStrings(t, f.db, fmt.Sprintf(q, ts1))
+	at2 := queryStrings(t, f.db, fmt.Sprintf(q, ts2))
+	require.Equal(t, [][]string{{"1", "a"}, {"2", "b"}}, at1)
+	require.Equal(t, [][]string{{"1", "a2"}, {"3", "c"}}, at2)
+	require.Equal(t, at1, queryStrings(t, f.db, fmt.Sprintf("SELECT id, v FROM h.t AS OF TIMESTAMP %d ORDER BY id", ts1)))
+	// Before the table existed.
+	_, err := f.db.Query("SELECT * FROM h.t AS OF TIMESTAMP TIDB_PARSE_TSO(1)")
+	requireMySQLError(t, err, ErBadDB)
+	// Datetime form (UTC): a datetime is the TSO with logical 0 at that
+	// millisecond. Every write above happened at the virtual clock's
+	// start, so the start reads nothing and one second later reads at2.
+	require.NoError(t, f.sql.Cluster().Advance(time.Second))
+	var dt string
+	require.NoError(t, f.db.QueryRow("SELECT TIDB_PARSE_TSO(TIDB_CURRENT_TSO())").Scan(&dt))
+	require.Equal(t, "2024-01-01 00:00:01.000000", dt)
+	require.Equal(t, at2, queryStrings(t, f.db, "SELECT id, v FROM h.t AS OF TIMESTAMP '"+dt+"' ORDER BY id"))
+	_, err = f.db.Query("SELECT id FROM h.t AS OF TIMESTAMP '2024-01-01 00:00:00'")
+	requireMySQLError(t, err, ErBadDB)
+	_, err = f.db.Query(fmt.Sprintf("SELECT * FROM h.t AS OF TIMESTAMP TIDB_PARSE_TSO(%d)", ts2<<2))
+	requireMySQLError(t, err, 8135)
+
+	conn, err := f.db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	mustExec(t, conn, fmt.Sprintf("SET @@tidb_snapshot = '%d'", ts1))
+	require.Equal(t, at1, queryStrings(t, conn, "SELECT id, v FROM h.t ORDER BY id"))
+	mustExec(t, conn, "SET @@tidb_snapshot = ''")
+	require.Equal(t, at2, queryStrings(t, conn, "SELECT id, v FROM h.t ORDER BY id"))
+}
+
+// R3: TIDB_TABLE_ID of information_schema.tables is the SQL front's table
+// id; schemata lists databases.
+func TestInformationSchemaTableID(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE Sch")
+	mustExec(t, f.db, "CREATE TABLE Sch.t (id BIGINT PRIMARY KEY, v VARCHAR(64))")
+	mustExec(t, f.db, "CREATE TABLE Sch.u (a INT)")
+	var id int64
+	require.NoError(t, f.db.QueryRow("SELECT TIDB_TABLE_ID FROM information_schema.tables WHERE table_schema = ? AND table_name = 't'", "Sch").Scan(&id))
+	ti, _, err := f.sql.TableInfo("Sch", "t")
+	require.NoError(t, err)
+	require.Equal(t, ti.ID, id)
+	// Names compare case-insensitively there, as in TiDB.
+	require.NoError(t, f.db.QueryRow("SELECT tidb_table_id FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'sch' AND TABLE_NAME = 'U'").Scan(&id))
+	ui, _, err := f.sql.TableInfo("Sch", "u")
+	require.NoError(t, err)
+	require.Equal(t, ui.ID, id)
+	require.Equal(t, [][]string{{"Sch"}}, queryStrings(t, f.db, "SELECT SCHEMA_NAME FROM information_schema.schemata WHERE schema_name = 'Sch'"))
+	require.Equal(t, [][]string{{"tidb_ddl_history"}, {"tidb_ddl_job"}}, queryStrings(t, f.db, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'mysql' ORDER BY table_name"))
+}
+
+// E1, E2, P5: errors come back as *mysql.MySQLError with MySQL's codes.
+func TestErrors(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE e")
+	mustExec(t, f.db, "CREATE TABLE e.t (id INT PRIMARY KEY)")
+	mustExec(t, f.db, "INSERT INTO e.t VALUES (1)")
+	cases := []struct {
+		q    string
+		code uint16
+	}{
+		{"SELEC 1", ErParse},
+		{"SELECT * FROM e.nope", ErNoSuchTable},
+		{"SELECT * FROM nope.t", ErBadDB},
+		{"INSERT INTO e.t VALUES (1)", ErDupEntry},
+		{"CREATE DATABASE e", ErDBCreateExists},
+		{"CREATE TABLE e.t (id INT)", ErTableExists},
+		{"SELECT nope FROM e.t", ErBadField},
+		{"SELECT * FROM e.t a JOIN e.t b", ErNotSupportedYet},
+		{"SELECT * FROM t", ErNoDB},
+		{"SELECT NO_SUCH_FN(1)", 1305},
+		{"CREATE VIEW e.v AS SELECT 1", ErNotSupportedYet},
+	}
+	for _, c := range cases {
+		_, err := f.db.Exec(c.q)
+		me := requireMySQLError(t, err, c.code)
+		require.NotEmpty(t, me.Message, c.q)
+	}
+	// Connection-level: unknown database, bad user, a password.
+	for dsn, code := range map[string]uint16{
+		"root@tcp(" + f.srv.Addr() + ")/nodb":      ErBadDB,
+		"bob@tcp(" + f.srv.Addr() + ")/":           ErAccessDenied,
+		"root:secret@tcp(" + f.srv.Addr() + ")/":   ErAccessDenied,
+		"root@tcp(" + f.srv.Addr() + ")/e?x=1&y=2": 0,
+	} {
+		db, err := sql.Open("mysql", dsn)
+		require.NoError(t, err)
+		err = db.Ping()
+		db.Close()
+		if code == 0 {
+			require.NoError(t, err, "DSN parameters are sent as SET x=1 and remembered")
+			continue
+		}
+		requireMySQLError(t, err, code)
+	}
+	// Without interpolateParams the driver prepares: a clear ERR.
+	db, err := sql.Open("mysql", "root@tcp("+f.srv.Addr()+")/e")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("INSERT INTO t VALUES (?)", 5)
+	me := requireMySQLError(t, err, ErUnsupportedPS)
+	require.Contains(t, me.Message, "interpolateParams=true")
+}
+
+// Q3: connections are independent sessions and run concurrently.
+func TestConcurrentConnections(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE c")
+	mustExec(t, f.db, "CREATE TABLE c.t (id INT PRIMARY KEY, w INT)")
+	f.db.SetMaxOpenConns(8)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			conn, err := f.db.Conn(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(context.Background(), "USE c"); err != nil {
+				errs <- err
+				return
+			}
+			for i := 0; i < 25; i++ {
+				if _, err := conn.ExecContext(context.Background(), "INSERT INTO t VALUES (?, ?)", w*1000+i, w); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, [][]string{{"200"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM c.t"))
+	require.Equal(t, [][]string{{"25"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM c.t WHERE w = 3"))
+}
+
+// D2: LAST_INSERT_ID of auto-committed inserts into AUTO_INCREMENT tables.
+func TestLastInsertID(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE a")
+	mustExec(t, f.db, "CREATE TABLE a.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)")
+	res := mustExec(t, f.db, "INSERT INTO a.t (v) VALUES (1)")
+	id1, err := res.LastInsertId()
+	require.NoError(t, err)
+	res = mustExec(t, f.db, "INSERT INTO a.t (v) VALUES (2), (3)")
+	id2, err := res.LastInsertId()
+	require.NoError(t, err)
+	require.Equal(t, id1+1, id2, "first id of the multi-row insert")
+	got := queryStrings(t, f.db, "SELECT id FROM a.t WHERE v = 1")
+	require.Equal(t, [][]string{{strconv.FormatInt(id1, 10)}}, got)
+}
+
+// P1: a DSN with a database selects it; errors from the driver are typed.
+func TestDSNWithDatabase(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE withdb")
+	db, err := sql.Open("mysql", f.srv.DSN("withdb"))
+	require.NoError(t, err)
+	defer db.Close()
+	require.Equal(t, [][]string{{"withdb"}}, queryStrings(t, db, "SELECT DATABASE()"))
+	cfg, err := mysql.ParseDSN(f.srv.DSN("withdb"))
+	require.NoError(t, err)
+	require.True(t, cfg.InterpolateParams)
+}

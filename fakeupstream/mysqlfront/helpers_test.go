@@ -1,0 +1,135 @@
+package mysqlfront
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/pingcap/log"
+	"github.com/stretchr/testify/require"
+
+	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+)
+
+// TestMain keeps the PD client's and client-go's logs quiet (suite_test.go
+// runs them). Set SFEMU_GRPC_TEST_LOG=info to see them.
+func TestMain(m *testing.M) {
+	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
+	if level == "" {
+		level = "fatal"
+	}
+	lg, props, err := log.InitLogger(&log.Config{Level: level})
+	if err == nil {
+		log.ReplaceGlobals(lg, props)
+	}
+	os.Exit(m.Run())
+}
+
+// logSink collects the server's log lines.
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logSink) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logSink) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+type front struct {
+	sql  *sqlfront.Server
+	srv  *Server
+	db   *sql.DB
+	logs *logSink
+}
+
+// startFront builds a virtual-clock cluster, its SQL front and this MySQL
+// front, and opens a go-sql-driver pool on it.
+func startFront(t testing.TB) *front {
+	t.Helper()
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 1})
+	require.NoError(t, err)
+	s, err := sqlfront.New(context.Background(), c)
+	require.NoError(t, err)
+	logs := &logSink{}
+	srv, err := StartConfig(s, Config{Addr: "127.0.0.1:0", Logf: logs.logf})
+	require.NoError(t, err)
+	db, err := sql.Open("mysql", srv.DSN(""))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = db.Close()
+		require.NoError(t, srv.Close())
+	})
+	return &front{sql: s, srv: srv, db: db, logs: logs}
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustExec(t testing.TB, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, q string, args ...any) sql.Result {
+	t.Helper()
+	res, err := db.ExecContext(context.Background(), q, args...)
+	require.NoError(t, err, q)
+	return res
+}
+
+// queryStrings runs q and returns every row as strings ("NULL" for NULL).
+func queryStrings(t testing.TB, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string, args ...any) [][]string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q, args...)
+	require.NoError(t, err, q)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var out [][]string
+	for rows.Next() {
+		raw := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		row := make([]string, len(cols))
+		for i, r := range raw {
+			if r == nil {
+				row[i] = "NULL"
+			} else {
+				row[i] = string(r)
+			}
+		}
+		out = append(out, row)
+	}
+	require.NoError(t, rows.Err(), q)
+	return out
+}
+
+func requireMySQLError(t testing.TB, err error, code uint16) *mysql.MySQLError {
+	t.Helper()
+	require.Error(t, err)
+	var me *mysql.MySQLError
+	require.True(t, errors.As(err, &me), "want *mysql.MySQLError, got %T: %v", err, err)
+	require.Equal(t, code, me.Number, "error %v", me)
+	return me
+}
