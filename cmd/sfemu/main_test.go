@@ -19,9 +19,11 @@ import (
 )
 
 // TestBinaryRunServesAndMirrors builds the sfemu binary, runs it on
-// loopback (ephemeral ports) for a few seconds, writes through `sfemu sql`,
-// reads the write back through the HTTP API with min_ts, and stops it with
-// SIGINT.
+// loopback (ephemeral ports) for a few seconds in the default mode (the
+// adapter reads the embedded cluster over its PD and TiKV gRPC servers,
+// SR4), writes through `sfemu sql`, reads the write back through the HTTP
+// API with min_ts, checks the collections against the upstream
+// (/admin/check), and stops it with SIGINT.
 func TestBinaryRunServesAndMirrors(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sfemu")
@@ -62,8 +64,12 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 		}
 		return ""
 	}
+	modeLine := next("mode line")
+	if !regexp.MustCompile(`^sfemu: upstream mode=embedded-grpc pd=127\.0\.0\.1:\d+ `).MatchString(modeLine) {
+		t.Fatalf("first line %q does not say the gRPC mode and the PD address", modeLine)
+	}
 	startLine := next("startup line")
-	m := regexp.MustCompile(`http=http://(\S+) grpc=(\S+)`).FindStringSubmatch(startLine)
+	m := regexp.MustCompile(`http=http://(\S+) grpc=(\S+) mode=embedded-grpc pd=127\.0\.0\.1:\d+ `).FindStringSubmatch(startLine)
 	if m == nil {
 		t.Fatalf("startup line %q", startLine)
 	}
@@ -171,16 +177,6 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("sfemu did not stop after SIGINT")
-	}
-}
-
-func TestRealClusterModeExplainsItself(t *testing.T) {
-	cmd := newRootCmd()
-	cmd.SetArgs([]string{"run", "--pd", "127.0.0.1:2379", "--tables", "db.t1"})
-	cmd.SetOut(io.Discard)
-	err := cmd.Execute()
-	if err == nil || !strings.Contains(err.Error(), "gRPC KV source") {
-		t.Fatalf("want the not-built message, got %v", err)
 	}
 }
 

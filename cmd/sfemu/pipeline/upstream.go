@@ -135,7 +135,8 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	return u, nil
 }
 
-// DefaultConnectTimeout bounds ConnectUpstream's attempt to reach PD.
+// DefaultConnectTimeout bounds ConnectUpstream's attempt to reach PD (a
+// shorter deadline of ctx wins).
 const DefaultConnectTimeout = 15 * time.Second
 
 // ConnectUpstream connects to a real cluster's PD (addresses host:port or
@@ -153,12 +154,13 @@ func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
 	if len(eps) == 0 {
 		return nil, errors.New("pipeline: no PD address given")
 	}
+	began := time.Now()
 	octx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
 	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: eps})
 	if err != nil {
-		if octx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("pipeline: PD at %s unreachable within %v: %w", strings.Join(eps, ","), DefaultConnectTimeout, err)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("pipeline: PD at %s unreachable (gave up after %v): %w", strings.Join(eps, ","), time.Since(began).Round(time.Millisecond), err)
 		}
 		return nil, fmt.Errorf("pipeline: connecting to PD at %s: %w", strings.Join(eps, ","), err)
 	}
