@@ -254,12 +254,23 @@ func (w *workload) insertNoStock() string {
 // 2, re-delivered rows change nothing, and the collections end equal to
 // the upstream.
 func TestE2E_RestartResumesWithNewEpoch(t *testing.T) {
+	testE2ERestart(t, false)
+}
+
+// TestE2E_Wire_RestartResumesWithNewEpoch is the same over the embedded
+// gRPC servers (SR1).
+func TestE2E_Wire_RestartResumesWithNewEpoch(t *testing.T) {
+	testE2ERestart(t, true)
+}
+
+func testE2ERestart(t *testing.T, wire bool) {
 	seed := seedFor(t)
 	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer up.Close()
 	ss := up.SQL.NewSession("")
 	setupShop(t, ctx, ss)
 	dir := t.TempDir()

@@ -1,0 +1,160 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/upstream/pd"
+)
+
+func newWireUpstream(t *testing.T, seed int64) *Upstream {
+	t.Helper()
+	up, err := NewUpstream(context.Background(), UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = up.Close() })
+	if up.Mode() != ModeWire || up.Servers == nil || up.PD == nil || len(up.PDAddrs()) != 1 || up.PDAddrs()[0] != up.Servers.PDAddr() {
+		t.Fatalf("wire upstream: mode %v servers %v pd %v addrs %v", up.Mode(), up.Servers, up.PD, up.PDAddrs())
+	}
+	return up
+}
+
+// SR2: over PD the adapter holds a service GC safe point that follows its
+// checkpoint (never above it), and a clean stop removes it.
+func TestWire_GCHoldFollowsCheckpoint(t *testing.T) {
+	seed := seedFor(t)
+	ctx := context.Background()
+	up := newWireUpstream(t, seed)
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	gcCfg := pd.ServiceSafePointConfig{ServiceID: "sfemu-gc-test", TTL: time.Hour, RefreshEvery: 40 * time.Millisecond}
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.GC == nil {
+		t.Fatal("no GC hold over the wire")
+	}
+	// Play TiDB's GC worker: it announces a target far ahead, so the
+	// minimum PD answers is the adapter's hold.
+	pdc := up.PD.PD.PD()
+	far, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far += 1 << 40
+	if _, err := pdc.UpdateServiceGCSafePoint(ctx, "gc_worker", 3600, far); err != nil {
+		t.Fatal(err)
+	}
+	w := &workload{rng: rand.New(rand.NewSource(seed)), ss: ss}
+	for i := 0; i < 100; i++ {
+		w.step(t, ctx)
+	}
+	final, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
+	}
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for {
+		held, err := pd.GCSafePoint(ctx, pdc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := a.RT.Stats().LastCheckpointTs
+		if held >= cp {
+			t.Fatalf("GC held at %d, not below the checkpoint %d", held, cp)
+		}
+		if held >= final-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GC hold stuck at %d, checkpoint %d, want >= %d", held, cp, final-1)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	min, err := pd.GCSafePoint(ctx, pdc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if min != far {
+		t.Fatalf("after a clean stop PD's minimum is %d, want the GC worker's %d (hold not removed)", min, far)
+	}
+}
+
+// SR2: a start ts GC already passed is refused before anything reads,
+// naming both values.
+func TestWire_StartBelowGCRefused(t *testing.T) {
+	ctx := context.Background()
+	up := newWireUpstream(t, 5)
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	start, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Exec(ctx, "INSERT INTO shop.products VALUES (1, 'a', 1, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	now, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Cluster.GC(now)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: start})
+	if !errors.Is(err, pd.ErrStartTsBeforeGC) || !strings.Contains(err.Error(), "GC safe point") {
+		t.Fatalf("want ErrStartTsBeforeGC, got %v", err)
+	}
+}
+
+// SR1: a table that does not exist at the start ts fails resolution over
+// the wire (no SQL front is asked), naming the table and the ts.
+func TestWire_UnknownTableAtStartTs(t *testing.T) {
+	ctx := context.Background()
+	up := newWireUpstream(t, 6)
+	ss := up.SQL.NewSession("")
+	before, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupShop(t, ctx, ss)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: before})
+	if err == nil || !strings.Contains(err.Error(), "shop.products") || !strings.Contains(err.Error(), "does not exist at ts") {
+		t.Fatalf("table created after the start ts: got %v", err)
+	}
+	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: []TableRef{{DB: "shop", Table: "nope"}}})
+	if err == nil || !strings.Contains(err.Error(), "shop.nope") {
+		t.Fatalf("unknown table: got %v", err)
+	}
+}
