@@ -354,6 +354,20 @@ func (b *Bridge) Open(ctx context.Context) (Resume, error) {
 			coll.version = st.GetLineage().GetSchemaVersion()
 			coll.token = st.GetLineage().GetSchemaGenerationToken()
 			coll.lastDDL = st.GetLineage().GetLastDdlCommitTs()
+			if st.GetLineage().GetLastUpdatePolicy() != apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION {
+				// A schema change at T is sent only after every row at or
+				// below T of the collection's partitions was acknowledged
+				// (N26): T is acknowledged progress even when the process
+				// stopped before storing it. Skip those rows and store T
+				// with the new epoch below (N20, N5), instead of re-sending
+				// them against the post-DDL definition. (A bootstrap
+				// request, INITIAL_CREATION, flushed nothing.)
+				for _, p := range coll.partitions {
+					if p.stateInSink && p.advanced < coll.lastDDL {
+						p.advanced, p.skip = coll.lastDDL, coll.lastDDL
+					}
+				}
+			}
 			continue
 		}
 		req := &apiv1.PutCollectionSchemaRequest{
@@ -614,15 +628,14 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		// resume point).
 		return b.tableSet
 	}
-	if b.changesTableSet(ev) {
-		// The restart resumes every partition from T (N34): flush and
-		// advance all of them now. Every row at or below T of every path
-		// was delivered (the DDL fence is the min over all tables, M29).
+	tableSet := b.changesTableSet(ev)
+	if tableSet {
+		// The restart resumes every partition from T (N34): flush all of
+		// them now (and advance them once the schema requests were
+		// acknowledged, below). Every row at or below T of every path was
+		// delivered (the DDL fence is the min over all tables, M29).
 		for _, p := range b.parts {
 			if err := b.drainAndIngest(ctx, p, T, true); err != nil {
-				return err
-			}
-			if err := b.advance(ctx, p, T); err != nil {
 				return err
 			}
 		}
@@ -634,15 +647,15 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		if coll.appliedBefore(T, ev.JobID) {
 			continue // already applied (N28)
 		}
-		// Flush every row at or below T, then record that progress (N26).
+		// Flush every row at or below T (N26). Progress at T is stored
+		// only after the schema change at T was acknowledged: a resume
+		// at T would not redeliver the DDL (the start ts is exclusive).
 		for _, p := range coll.partitions {
 			if err := b.drainAndIngest(ctx, p, T, true); err != nil {
 				return err
 			}
-			if err := b.advance(ctx, p, T); err != nil {
-				return err
-			}
 		}
+		wasActive := coll.active
 		key := fmt.Sprintf("ddl/%d/%d/%s", ev.JobID, T, coll.name)
 		req := coll.pending[key]
 		var dropped map[string]bool
@@ -677,6 +690,22 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		coll.lastJobs[ev.JobID] = true
 		if len(added) > 0 || len(removed) > 0 {
 			b.noteTableSetChange(ev, coll, added, removed)
+		}
+		if wasActive {
+			// Every row at or below T was acknowledged and so is the
+			// schema change at T: record the progress (N26).
+			for _, p := range coll.partitions {
+				if err := b.advance(ctx, p, T); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if tableSet {
+		for _, p := range b.parts {
+			if err := b.advance(ctx, p, T); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
