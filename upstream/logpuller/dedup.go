@@ -9,82 +9,203 @@ import "hash/maphash"
 // each change exactly once. Entries at or below the resolved ts are pruned:
 // nothing at or below it can arrive again (that would be the fatal case).
 //
-// Keys live in one arena and rows in one slice, chained by hash, so the
-// steady state allocates only when a buffer grows; prune rebuilds into a
-// second set of buffers that are swapped and reused.
+// The set must stay cheap while it grows without bound: one region's
+// catch-up scan delivers its whole backlog before the first resolved ts (no
+// resolved ts comes before INITIALIZED), so nothing is pruned until it ends.
+// Rows and key bytes therefore live in fixed-size chunks that are never
+// copied when the set grows, and the index is an open-addressing table of
+// row numbers (linear probing, at most half full) that rehashes from the
+// hash stored in each row. prune rebuilds into fresh chunks, keeping a few
+// of the old ones for reuse.
 type deliveredSet struct {
-	seed  maphash.Seed
-	index map[uint64]int32 // hash -> 1 + index of the newest row with it
-	rows  []deliveredRow
-	arena []byte
-	// spare buffers reused by prune.
-	spareRows  []deliveredRow
-	spareArena []byte
+	seed maphash.Seed
+	// slots: 0 = empty, else the row's hash with its low 32 bits replaced
+	// by 1 + the row number, so most probes never touch a row. The length
+	// is a power of two (or 0).
+	slots []uint64
+	n     int // rows held
+	rows  [][]deliveredRow
+	arena [][]byte
+	// chunks kept for reuse by the next rows (bounded, see prune).
+	spareRows  [][]deliveredRow
+	spareArena [][]byte
 }
 
 type deliveredRow struct {
 	commitTs, startTs uint64
 	hash              uint64
-	off, len          int
-	next              int32 // 1 + index of the previous row with the same hash, 0 = none
+	chunk, off, len   uint32 // key bytes: arena[chunk][off : off+len]
 }
 
+const (
+	rowChunkBits    = 12
+	rowChunkLen     = 1 << rowChunkBits // rows per chunk (160 KiB)
+	arenaChunkLen   = 64 << 10          // key bytes per chunk
+	minSlots        = 64
+	maxSpareRows    = 8  // row chunks kept across prunes (~1.3 MiB)
+	maxSpareArena   = 16 // arena chunks kept across prunes (1 MiB)
+	slotsShrinkRows = 8  // shrink the index when it has 8x the slots it needs
+	slotRowMask     = 1<<32 - 1
+)
+
 func newDeliveredSet() *deliveredSet {
-	return &deliveredSet{seed: maphash.MakeSeed(), index: make(map[uint64]int32)}
+	return &deliveredSet{seed: maphash.MakeSeed()}
 }
 
 func (d *deliveredSet) hashOf(commitTs, startTs uint64, key []byte) uint64 {
 	h := maphash.Bytes(d.seed, key)
 	h ^= commitTs * 0x9E3779B97F4A7C15
 	h ^= (startTs + 0x632BE59BD9B4E019) * 0xC2B2AE3D27D4EB4F
+	// Final avalanche, so the low bits used for the slot are well mixed.
+	h ^= h >> 33
+	h *= 0xFF51AFD7ED558CCD
+	h ^= h >> 33
 	return h
+}
+
+func (d *deliveredSet) row(i int32) *deliveredRow {
+	return &d.rows[i>>rowChunkBits][i&(rowChunkLen-1)]
+}
+
+func (d *deliveredSet) keyOf(r *deliveredRow) []byte {
+	return d.arena[r.chunk][r.off : r.off+r.len]
 }
 
 // add records a row and reports whether it was new.
 func (d *deliveredSet) add(commitTs, startTs uint64, key []byte) bool {
 	h := d.hashOf(commitTs, startTs, key)
-	head := d.index[h]
-	for i := head; i != 0; i = d.rows[i-1].next {
-		r := &d.rows[i-1]
-		if r.commitTs == commitTs && r.startTs == startTs && string(d.arena[r.off:r.off+r.len]) == string(key) {
-			return false
+	if 2*(d.n+1) > len(d.slots) {
+		d.resize(2 * (d.n + 1))
+	}
+	mask := uint64(len(d.slots) - 1)
+	tag := h &^ slotRowMask
+	i := h & mask
+	for {
+		s := d.slots[i]
+		if s == 0 {
+			break
+		}
+		if s&^slotRowMask == tag {
+			r := d.row(int32(s&slotRowMask) - 1)
+			if r.hash == h && r.commitTs == commitTs && r.startTs == startTs && string(d.keyOf(r)) == string(key) {
+				return false
+			}
+		}
+		i = (i + 1) & mask
+	}
+	chunk, off := d.storeKey(key)
+	d.appendRow(deliveredRow{commitTs: commitTs, startTs: startTs, hash: h, chunk: chunk, off: off, len: uint32(len(key))})
+	d.slots[i] = tag | uint64(d.n)
+	return true
+}
+
+// appendRow adds r as row number d.n and counts it.
+func (d *deliveredSet) appendRow(r deliveredRow) {
+	c := d.n >> rowChunkBits
+	if c == len(d.rows) {
+		var buf []deliveredRow
+		if k := len(d.spareRows); k > 0 {
+			buf, d.spareRows = d.spareRows[k-1], d.spareRows[:k-1]
+		} else {
+			buf = make([]deliveredRow, 0, rowChunkLen)
+		}
+		d.rows = append(d.rows, buf)
+	}
+	d.rows[c] = append(d.rows[c], r)
+	d.n++
+}
+
+// storeKey copies key into the arena and returns where it is.
+func (d *deliveredSet) storeKey(key []byte) (uint32, uint32) {
+	last := len(d.arena) - 1
+	if last < 0 || cap(d.arena[last])-len(d.arena[last]) < len(key) {
+		var buf []byte
+		switch {
+		case len(key) > arenaChunkLen:
+			buf = make([]byte, 0, len(key)) // a key of its own
+		case len(d.spareArena) > 0:
+			k := len(d.spareArena)
+			buf, d.spareArena = d.spareArena[k-1], d.spareArena[:k-1]
+		default:
+			buf = make([]byte, 0, arenaChunkLen)
+		}
+		d.arena = append(d.arena, buf)
+		last++
+	}
+	off := len(d.arena[last])
+	d.arena[last] = append(d.arena[last], key...)
+	return uint32(last), uint32(off)
+}
+
+// resize makes the index at least want slots (a power of two, never
+// smaller than it is) and re-inserts every row from its stored hash.
+func (d *deliveredSet) resize(want int) {
+	size := max(minSlots, len(d.slots))
+	for size < want {
+		size <<= 1
+	}
+	if size == len(d.slots) {
+		clear(d.slots)
+	} else {
+		d.slots = make([]uint64, size)
+	}
+	mask := uint64(size - 1)
+	for c, chunk := range d.rows {
+		for j := range chunk {
+			h := chunk[j].hash
+			i := h & mask
+			for d.slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			d.slots[i] = h&^slotRowMask | uint64(c<<rowChunkBits+j+1)
 		}
 	}
-	d.rows = append(d.rows, deliveredRow{commitTs: commitTs, startTs: startTs, hash: h, off: len(d.arena), len: len(key), next: head})
-	d.arena = append(d.arena, key...)
-	d.index[h] = int32(len(d.rows))
-	return true
 }
 
 // prune forgets rows with commit_ts <= ts.
 func (d *deliveredSet) prune(ts uint64) {
-	if len(d.rows) == 0 {
+	if d.n == 0 {
 		return
 	}
 	keep := 0
-	for i := range d.rows {
-		if d.rows[i].commitTs > ts {
-			keep++
+	for _, chunk := range d.rows {
+		for j := range chunk {
+			if chunk[j].commitTs > ts {
+				keep++
+			}
 		}
 	}
-	if keep == len(d.rows) {
+	if keep == d.n {
 		return
 	}
-	clear(d.index)
-	rows, arena := d.spareRows[:0], d.spareArena[:0]
-	for _, r := range d.rows {
-		if r.commitTs <= ts {
-			continue
+	oldRows, oldArena := d.rows, d.arena
+	d.rows, d.arena, d.n = nil, nil, 0
+	for _, chunk := range oldRows {
+		for j := range chunk {
+			r := chunk[j]
+			if r.commitTs <= ts {
+				continue
+			}
+			key := oldArena[r.chunk][r.off : r.off+r.len]
+			r.chunk, r.off = d.storeKey(key)
+			d.appendRow(r)
 		}
-		off := len(arena)
-		arena = append(arena, d.arena[r.off:r.off+r.len]...)
-		r.off = off
-		r.next = d.index[r.hash]
-		rows = append(rows, r)
-		d.index[r.hash] = int32(len(rows))
 	}
-	d.spareRows, d.spareArena = d.rows[:0], d.arena[:0]
-	d.rows, d.arena = rows, arena
+	for _, c := range oldRows {
+		if len(d.spareRows) < maxSpareRows {
+			d.spareRows = append(d.spareRows, c[:0])
+		}
+	}
+	for _, c := range oldArena {
+		if len(d.spareArena) < maxSpareArena && cap(c) == arenaChunkLen {
+			d.spareArena = append(d.spareArena, c[:0])
+		}
+	}
+	want := 2 * max(keep, 1)
+	if len(d.slots) > minSlots && len(d.slots) > slotsShrinkRows*want {
+		d.slots = nil // release an index sized for a burst
+	}
+	d.resize(want)
 }
 
-func (d *deliveredSet) size() int { return len(d.rows) }
+func (d *deliveredSet) size() int { return d.n }
