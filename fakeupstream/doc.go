@@ -16,6 +16,9 @@
 //     transaction API tests and the SQL layer write through) and Source
 //     (the in-process kvevent.Source over upstream/logpuller).
 //   - sqlfront: SQL and DDL jobs on top of Txn (its own spec).
+//   - kvlog: the durable form of a cluster with Config.Dir (a checksummed
+//     append-only log of the MVCC journal and the TSO window, group
+//     commit); New on the same Dir restores the committed state.
 //
 // The normative rules are in specs/fakeupstream-cluster.md.
 package fakeupstream

@@ -2,6 +2,8 @@ package tso
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +95,41 @@ func BenchmarkOracleNext(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		o.Next()
+	}
+}
+
+// DUR-6: a persistent oracle saves a mark ahead of every ts it hands out,
+// starts above the persisted mark whatever the clock says, and stops
+// (returns 0, CurrentTs fails) when a save fails.
+func TestOracleWindow(t *testing.T) {
+	clk := NewVirtualClock(1_000_000)
+	o := NewOracle(clk)
+	var saved []uint64
+	o.SetWindow(0, 3000, func(l uint64) error { saved = append(saved, l); return nil })
+	var last uint64
+	for i := 0; i < 10; i++ {
+		clk.Advance(1000 * time.Millisecond)
+		last = o.Next()
+		if len(saved) == 0 || last > saved[len(saved)-1] {
+			t.Fatalf("ts %d handed out above the saved mark %v", last, saved)
+		}
+	}
+	if len(saved) < 3 || len(saved) > 5 {
+		t.Fatalf("saved %d marks over 10 s with a 3 s window", len(saved))
+	}
+	// Restart with a clock one hour back.
+	o2 := NewOracle(NewVirtualClock(1_000_000 - 3_600_000))
+	o2.SetWindow(saved[len(saved)-1], 3000, func(uint64) error { return nil })
+	if ts := o2.Next(); ts <= saved[len(saved)-1] || ts <= last {
+		t.Fatalf("ts %d after restart is not above the mark %d", ts, saved[len(saved)-1])
+	}
+	// A failed save is sticky.
+	o3 := NewOracle(NewVirtualClock(1_000_000))
+	o3.SetWindow(0, 0, func(uint64) error { return errors.New("disk full") })
+	if ts := o3.Next(); ts != 0 {
+		t.Fatalf("ts %d handed out without a saved mark", ts)
+	}
+	if _, err := o3.CurrentTs(context.Background()); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("CurrentTs error %v", err)
 	}
 }
