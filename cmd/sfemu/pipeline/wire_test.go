@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
 
@@ -158,3 +159,83 @@ func TestWire_UnknownTableAtStartTs(t *testing.T) {
 		t.Fatalf("unknown table: got %v", err)
 	}
 }
+
+// SR2: after a fatal error the hold stays (the next run resumes from the
+// checkpoint it protects), and a hold PD no longer honours (the entry
+// lapsed and GC passed the checkpoint) stops the adapter with
+// ErrSnapshotLostByGC.
+func TestWire_GCHoldKeptOnFatalAndLossIsFatal(t *testing.T) {
+	ctx := context.Background()
+	up := newWireUpstream(t, 8)
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	pdc := up.PD.PD.PD()
+	gcCfg := pd.ServiceSafePointConfig{ServiceID: "sfemu-gc-fatal", TTL: time.Hour, RefreshEvery: 40 * time.Millisecond}
+
+	// A fatal callback error: the hold stays.
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	errBoom := errors.New("boom")
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := a.GC.Held()
+	// Play TiDB's GC worker (after the hold exists, so it is clamped).
+	far, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far += 1 << 40
+	if _, err := pdc.UpdateServiceGCSafePoint(ctx, "gc_worker", 3600, far); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Exec(ctx, "INSERT INTO shop.products VALUES (1, 'a', 1, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(60 * time.Second): // hang guard
+		t.Fatal("the failing callback did not stop the adapter")
+	}
+	if err := a.Close(); !errors.Is(err, errBoom) {
+		t.Fatalf("want the callback's error, got %v", err)
+	}
+	if min, err := pd.GCSafePoint(ctx, pdc); err != nil || min > held || min == far {
+		t.Fatalf("after a fatal stop PD's minimum is %d (err %v), want the adapter's hold <= %d", min, err, held)
+	}
+
+	// A lost hold: someone removes the entry while GC is far ahead.
+	dir2 := t.TempDir()
+	emu2, err := emulator.Open(filepath.Join(dir2, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu2.Close()
+	b, err := StartAdapter(ctx, up, emu2, AdapterConfig{DataDir: dir2, Tables: e2eTables, GC: gcCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := pdc.UpdateServiceGCSafePoint(ctx, gcCfg.ServiceID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-time.After(60 * time.Second): // hang guard
+		t.Fatal("the adapter kept running after its GC hold was lost")
+	}
+	if err := b.Close(); !errors.Is(err, pd.ErrSnapshotLostByGC) {
+		t.Fatalf("want ErrSnapshotLostByGC, got %v", err)
+	}
+}
+
+type failingTap struct{ err error }
+
+func (f failingTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return f.err }
+func (f failingTap) OnDDL(context.Context, minicdc.DDLOutput) error         { return nil }
+func (f failingTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
