@@ -76,7 +76,7 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 		lateBound = ps.GetResolvedTs()
 	}
 	for i, m := range muts {
-		if err := c.schema.CheckMutation(m, fmt.Sprintf("mutations[%d]", i)); err != nil {
+		if err := c.schema.CheckMutationAt(m, i); err != nil {
 			return nil, err
 		}
 		if m.GetCommitTs() <= lateBound {

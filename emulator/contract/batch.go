@@ -119,6 +119,9 @@ func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
 			return ce
 		}
 	}
+	if len(s.PK) == 1 && singleKeyMatches(m.GetFields()[s.PK[0].GetName()], m.GetPrimaryKey()) {
+		return nil // the common case, checked without rendering the key
+	}
 	key, err := s.encodeKey(m.GetFields(), path)
 	if err != nil {
 		return err
@@ -127,6 +130,33 @@ func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
 		return Errf(ReasonPrimaryKeyMismatch, path+".primary_key", strconv.Quote(key), strconv.Quote(m.GetPrimaryKey()), "primary key does not match the key fields")
 	}
 	return nil
+}
+
+// CheckMutationAt is CheckMutation of mutations[i] of a batch. The path is
+// rendered only when the mutation is rejected: this runs for every row.
+func (s *Schema) CheckMutationAt(m *apiv1.Mutation, i int) error {
+	err := s.CheckMutation(m, "")
+	if ce, ok := err.(*Error); ok {
+		// Every field path CheckMutation builds is path + suffix.
+		ce.Field = "mutations[" + strconv.Itoa(i) + "]" + ce.Field
+	}
+	return err
+}
+
+// singleKeyMatches reports whether v, rendered as the only key component
+// (KeyComponent), equals pk, without allocating for the usual kinds. false
+// means "not shown equal": the caller renders the key and reports.
+func singleKeyMatches(v *apiv1.Value, pk string) bool {
+	var buf [24]byte
+	switch k := v.GetKind().(type) {
+	case *apiv1.Value_Int64Value:
+		return string(strconv.AppendInt(buf[:0], k.Int64Value, 10)) == pk
+	case *apiv1.Value_Uint64Value:
+		return string(strconv.AppendUint(buf[:0], k.Uint64Value, 10)) == pk
+	case *apiv1.Value_StringValue:
+		return k.StringValue == pk
+	}
+	return false
 }
 
 func (s *Schema) encodeKey(fields map[string]*apiv1.Value, path string) (string, error) {

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -323,6 +324,51 @@ func TestCheckMutation(t *testing.T) {
 	m.Fields["title"] = v(nil)
 	if err := s.CheckMutation(m, "m"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// E36: CheckMutationAt (the per-row form Ingest uses: the path is rendered
+// only on rejection, the single-component key compared without rendering)
+// gives exactly CheckMutation's verdict and error with path "mutations[i]".
+func TestCheckMutationAtMatchesCheckMutation(t *testing.T) {
+	s := NewSchema(baseDef())
+	muts := []*apiv1.Mutation{
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v(int64(7))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "-7", Fields: map[string]*apiv1.Value{"id": v(int64(-7))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "07", Fields: map[string]*apiv1.Value{"id": v(int64(7))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7 ", Fields: map[string]*apiv1.Value{"id": v(int64(7))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v("7")}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v(nil)}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v(int64(7)), "nope": v(int64(1))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v(int64(7)), "title": v("\xff")}},
+		{CommitTs: 0, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: "7", Fields: map[string]*apiv1.Value{"id": v(int64(7))}},
+		{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_DELETE, PrimaryKey: "7"},
+	}
+	for i, m := range muts {
+		want := s.CheckMutation(m, fmt.Sprintf("mutations[%d]", i))
+		got := s.CheckMutationAt(m, i)
+		if (want == nil) != (got == nil) || (want != nil && *want.(*Error) != *got.(*Error)) {
+			t.Errorf("mutation %d: CheckMutationAt = %v, CheckMutation = %v", i, got, want)
+		}
+	}
+	// Same for a string key and an unsigned key.
+	for _, c := range []struct {
+		typ apiv1.FieldType
+		val *apiv1.Value
+		pk  string
+	}{
+		{apiv1.FieldType_FIELD_TYPE_STRING, v("a,b"), "a,b"},
+		{apiv1.FieldType_FIELD_TYPE_STRING, v("a"), "b"},
+		{apiv1.FieldType_FIELD_TYPE_UINT, &apiv1.Value{Kind: &apiv1.Value_Uint64Value{Uint64Value: 18446744073709551615}}, "18446744073709551615"},
+		{apiv1.FieldType_FIELD_TYPE_UINT, &apiv1.Value{Kind: &apiv1.Value_Uint64Value{Uint64Value: 1}}, "2"},
+	} {
+		s := NewSchema(mutate(baseDef(), func(d *apiv1.CollectionDefinition) { d.Fields[0].Type = c.typ }))
+		m := &apiv1.Mutation{CommitTs: 5, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: c.pk, Fields: map[string]*apiv1.Value{"id": c.val}}
+		want, got := s.CheckMutation(m, "mutations[0]"), s.CheckMutationAt(m, 0)
+		if (want == nil) != (got == nil) || (want != nil && *want.(*Error) != *got.(*Error)) {
+			t.Errorf("%v key %q: CheckMutationAt = %v, CheckMutation = %v", c.typ, c.pk, got, want)
+		}
 	}
 }
 

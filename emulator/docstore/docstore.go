@@ -33,6 +33,9 @@ type Store struct {
 	m     map[string]*Entry
 	live  int
 	tombs tombHeap
+	// spareIdx is the key index of the last committed batch, cleared and
+	// reused by the next one (a batch plans every row of an ingest).
+	spareIdx map[string]int
 }
 
 // New returns an empty store.
@@ -113,7 +116,12 @@ type Batch struct {
 
 // NewBatch starts planning against s.
 func (s *Store) NewBatch(sizeHint int) *Batch {
-	return &Batch{s: s, idx: make(map[string]int, sizeHint), changes: make([]Change, 0, sizeHint)}
+	idx := s.spareIdx
+	s.spareIdx = nil
+	if idx == nil {
+		idx = make(map[string]int, sizeHint)
+	}
+	return &Batch{s: s, idx: idx, changes: make([]Change, 0, sizeHint)}
 }
 
 func (b *Batch) current(pk string) *Entry {
@@ -167,11 +175,21 @@ func (b *Batch) Delete(pk string, commitTs uint64) bool {
 func (b *Batch) Changes() []Change { return b.changes }
 
 // Commit makes the batch's changes visible.
+// The batch is spent: it must not be used afterwards.
 func (s *Store) Commit(b *Batch) {
 	for _, ch := range b.changes {
 		s.Put(ch.PK, ch.New)
 	}
+	// A map never shrinks: the index of a huge batch is not kept.
+	if b.idx != nil && len(b.idx) <= maxSpareIdx {
+		clear(b.idx)
+		s.spareIdx = b.idx
+	}
+	b.idx = nil
 }
+
+// maxSpareIdx is the largest batch key index Commit keeps for reuse.
+const maxSpareIdx = 64 << 10
 
 // CollectTombstones returns the keys whose tombstone version is <= horizon
 // (E39) and forgets them. Stale heap records (the key was rewritten since)

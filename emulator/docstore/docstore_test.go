@@ -110,3 +110,36 @@ func TestCollectTombstones(t *testing.T) {
 		t.Fatalf("keys %v", keys)
 	}
 }
+
+// E38: a batch reuses the key index of the previous committed batch; a
+// reused index starts empty, so the next batch's first touch of a key
+// records the committed entry as Old and the version guard reads the store.
+// The change slices of earlier batches (held by the async modalities) are
+// not touched by later batches.
+func TestBatchIndexReuseStartsEmpty(t *testing.T) {
+	s := New()
+	b1 := s.NewBatch(2)
+	b1.Upsert("a", 10, nil, "table:1")
+	b1.Upsert("b", 10, nil, "table:1")
+	ch1 := b1.Changes()
+	s.Commit(b1)
+
+	b2 := s.NewBatch(2)
+	if b2.Upsert("a", 9, nil, "table:1") {
+		t.Fatal("older upsert applied after index reuse (guard must read the store)")
+	}
+	if !b2.Delete("b", 11) {
+		t.Fatal("newer delete not applied")
+	}
+	ch2 := b2.Changes()
+	if len(ch2) != 1 || ch2[0].PK != "b" || ch2[0].Old == nil || ch2[0].Old.Version != 10 || !ch2[0].New.Deleted {
+		t.Fatalf("second batch changes %+v", ch2)
+	}
+	s.Commit(b2)
+	if len(ch1) != 2 || ch1[0].PK != "a" || ch1[1].PK != "b" || ch1[1].New.Deleted {
+		t.Fatalf("first batch's changes were modified: %+v", ch1)
+	}
+	if s.Live() != 1 || s.Tombstones() != 1 {
+		t.Fatalf("live %d tombs %d", s.Live(), s.Tombstones())
+	}
+}

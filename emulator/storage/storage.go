@@ -113,6 +113,33 @@ type Tx struct {
 	rawKeys bool
 	// buckets caches document buckets: PutEntry runs once per row.
 	buckets map[string]*bolt.Bucket
+	// arena holds the keys and values of PutEntry: bbolt keeps references
+	// to them until the transaction ends, so they are carved from chunks
+	// that live as long as the transaction instead of allocated per row.
+	arena []byte
+}
+
+// arenaChunk is the size of an arena chunk.
+const arenaChunk = 64 << 10
+
+// reserve returns an empty slice with room for at least n bytes at the end
+// of the arena; take then keeps the bytes appended to it.
+func (t *Tx) reserve(n int) []byte {
+	if cap(t.arena)-len(t.arena) < n {
+		t.arena = make([]byte, 0, max(arenaChunk, n))
+	}
+	return t.arena[len(t.arena):len(t.arena):cap(t.arena)]
+}
+
+// take keeps b, built by appending to the last reserve within its room, in
+// the arena, and returns it with its capacity cut to its length. A b that
+// outgrew the room (append moved it) is its own allocation.
+func (t *Tx) take(b []byte) []byte {
+	free := t.arena[len(t.arena):cap(t.arena)]
+	if len(b) > 0 && len(b) <= len(free) && &b[0] == &free[0] {
+		t.arena = t.arena[:len(t.arena)+len(b)]
+	}
+	return b[:len(b):len(b)]
 }
 
 // Update runs fn in one transaction and commits (fsync) when fn returns nil.
@@ -197,12 +224,20 @@ func (t *Tx) PutEntry(collection, pk string, e *docstore.Entry) error {
 	if err != nil {
 		return err
 	}
-	// bbolt keeps references to keys and values until commit: no reuse.
-	v, err := EncodeEntry(nil, e)
+	// bbolt keeps references to keys and values until commit: each gets
+	// its own bytes of the transaction's arena.
+	v, err := EncodeEntry(t.reserve(entrySize(e)), e)
 	if err != nil {
 		return fmt.Errorf("storage: collection %q key %q: %w", collection, pk, err)
 	}
-	return b.Put(t.key(pk), v)
+	v = t.take(v)
+	var k []byte
+	if t.rawKeys {
+		k = t.take(append(t.reserve(len(pk)), pk...))
+	} else {
+		k = t.take(appendDocKey(t.reserve(binary.MaxVarintLen64+len(pk)), pk))
+	}
+	return b.Put(k, v)
 }
 
 // DeleteEntry forgets one primary key.
@@ -228,9 +263,12 @@ func (t *Tx) key(pk string) []byte {
 }
 
 func docKey(pk string) []byte {
-	k := make([]byte, 0, binary.MaxVarintLen64+len(pk))
-	k = binary.AppendUvarint(k, uint64(len(pk)))
-	return append(k, pk...)
+	return appendDocKey(make([]byte, 0, binary.MaxVarintLen64+len(pk)), pk)
+}
+
+func appendDocKey(dst []byte, pk string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(pk)))
+	return append(dst, pk...)
 }
 
 func decodeDocKey(k []byte) (string, error) {
@@ -253,12 +291,8 @@ func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 		dst = append(dst, recTombstone)
 		return binary.AppendUvarint(dst, e.Version), nil
 	}
-	size := 1 + 2*binary.MaxVarintLen64 + len(e.Partition)
-	for name, v := range e.Fields {
-		size += 2*binary.MaxVarintLen64 + len(name) + 1 + valueSize(v)
-	}
 	if dst == nil {
-		dst = make([]byte, 0, size)
+		dst = make([]byte, 0, entrySize(e))
 	}
 	dst = append(dst, recRow)
 	dst = binary.AppendUvarint(dst, e.Version)
@@ -278,6 +312,18 @@ func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// entrySize bounds the length of EncodeEntry's record of e.
+func entrySize(e *docstore.Entry) int {
+	if e.Deleted {
+		return 1 + binary.MaxVarintLen64
+	}
+	size := 1 + 3*binary.MaxVarintLen64 + len(e.Partition)
+	for name, v := range e.Fields {
+		size += binary.MaxVarintLen64 + len(name) + 1 + valueSize(v)
+	}
+	return size
 }
 
 // Value kinds in the row encoding.
