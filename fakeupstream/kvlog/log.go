@@ -281,11 +281,11 @@ func (l *Log) PutLock(lk *mvcc.Lock) {
 }
 
 // AddWrite implements mvcc.Journal.
-func (l *Log) AddWrite(key []byte, w *mvcc.Write, unlock bool) {
+func (l *Log) AddWrite(key []byte, w mvcc.Write, unlock bool) {
 	l.mu.Lock()
 	if l.writable() {
 		n := len(l.buf)
-		l.buf = AppendWrite(l.buf, key, w, unlock)
+		l.buf = AppendWrite(l.buf, key, &w, unlock)
 		l.appended += int64(len(l.buf) - n)
 	}
 	l.mu.Unlock()

@@ -101,7 +101,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			for i := 0; i < per; i++ {
 				k := []byte(fmt.Sprintf("w%d-%d", w, i))
 				order.Lock() // the cluster's mutex orders appends
-				l.AddWrite(k, &mvcc.Write{Kind: mvcc.WritePut, StartTs: 1, CommitTs: 2, Value: k}, false)
+				l.AddWrite(k, mvcc.Write{Kind: mvcc.WritePut, StartTs: 1, CommitTs: 2, Value: k}, false)
 				appended = append(appended, k)
 				lsn := l.Appended()
 				order.Unlock()

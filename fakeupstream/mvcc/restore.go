@@ -94,7 +94,7 @@ func (s *Store) Snapshot(j Journal) {
 	}
 	s.tree.Ascend(func(e *entry) bool {
 		for i := range e.writes {
-			j.AddWrite(e.key, &e.writes[i], false)
+			j.AddWrite(e.key, e.writes[i], false)
 		}
 		if e.lock != nil {
 			j.PutLock(e.lock)

@@ -40,7 +40,7 @@ type Journal interface {
 	// AddWrite: a write record was added to key; unlock tells that the
 	// lock of w.StartTs on key was removed by the same step (commit,
 	// rollback of a locked key).
-	AddWrite(key []byte, w *Write, unlock bool)
+	AddWrite(key []byte, w Write, unlock bool)
 	// DelLock: the lock of startTs on key was removed without a new record.
 	DelLock(key []byte, startTs uint64)
 	// GC: the safe point was raised to sp (replaying GC(sp) at this point
@@ -301,7 +301,7 @@ func (s *Store) OnePC(muts []Mutation, startTs, commitTs uint64) error {
 		}
 		e.addWrite(w)
 		if s.j != nil {
-			s.j.AddWrite(e.key, &w, false)
+			s.j.AddWrite(e.key, w, false)
 		}
 		s.emit(Change{Kind: ChangeCommitted, Op: m.Op, Key: e.key, StartTs: startTs, CommitTs: commitTs, Value: w.Value, OldValue: old})
 	}
@@ -358,7 +358,7 @@ func (s *Store) commitLock(e *entry, commitTs uint64) {
 	s.nlocks--
 	e.addWrite(w)
 	if s.j != nil {
-		s.j.AddWrite(e.key, &w, true)
+		s.j.AddWrite(e.key, w, true)
 	}
 	s.emit(Change{Kind: ChangeCommit, Op: l.Op, Key: e.key, StartTs: l.StartTs, CommitTs: commitTs})
 }
@@ -393,7 +393,7 @@ func (s *Store) rollbackKey(e *entry, startTs uint64) {
 		w := Write{Kind: WriteRollback, StartTs: startTs, CommitTs: startTs}
 		e.addWrite(w)
 		if s.j != nil {
-			s.j.AddWrite(e.key, &w, unlocked)
+			s.j.AddWrite(e.key, w, unlocked)
 		}
 	} else if unlocked && s.j != nil {
 		s.j.DelLock(e.key, startTs)
