@@ -129,13 +129,25 @@ func typedRow(rng *rand.Rand, id int) string {
 // gaps within each (partition, epoch); stored progress never regresses,
 // nor do the checkpoints of any one run.
 func TestE2E_TableSetChangesFollowed(t *testing.T) {
+	testTableSetChanges(t, false)
+}
+
+// TestE2E_Wire_TableSetChangesFollowed is the same over the embedded gRPC
+// servers: every restart holds the GC safe point again and resolves
+// nothing through the SQL front (SR1, SR2).
+func TestE2E_Wire_TableSetChangesFollowed(t *testing.T) {
+	testTableSetChanges(t, true)
+}
+
+func testTableSetChanges(t *testing.T, wire bool) {
 	seed := seedFor(t)
 	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer up.Close()
 	ss := up.SQL.NewSession("")
 	exec := func(q string) uint64 {
 		t.Helper()
