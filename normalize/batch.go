@@ -22,18 +22,42 @@ func (s *seqCounter) assign(n int) uint64 {
 }
 
 // cutPoints returns the end index (exclusive) of each batch over n
-// sequenced mutations (N21): a batch ends after maxRows mutations and
-// wherever the generation token changes. dst is reused.
-func cutPoints(n, maxRows int, genOf func(i int) string, dst []int) []int {
+// sequenced mutations (N21): a batch ends after maxRows mutations, before
+// a mutation that would take it past maxBytes (sizeOf estimates a
+// mutation's wire size; a batch always holds at least one mutation), and
+// wherever the generation token changes. sizeOf may be nil (no byte
+// bound). dst is reused.
+func cutPoints(n, maxRows int, maxBytes int64, sizeOf func(i int) int64, genOf func(i int) string, dst []int) []int {
 	dst = dst[:0]
 	start := 0
+	var bytes int64
+	if sizeOf != nil && n > 0 {
+		bytes = sizeOf(0)
+	}
 	for i := 1; i <= n; i++ {
-		if i == n || i-start >= maxRows || genOf(i) != genOf(start) {
+		var sz int64
+		if sizeOf != nil && i < n {
+			sz = sizeOf(i)
+		}
+		if i == n || i-start >= maxRows || (sizeOf != nil && bytes+sz > maxBytes) || genOf(i) != genOf(start) {
 			dst = append(dst, i)
 			start = i
+			bytes = 0
 		}
+		bytes += sz
 	}
 	return dst
+}
+
+// wireSize is an upper estimate of the mutation's encoded size in a
+// MutationBatch: its bytes (values and key) plus, per field, the field
+// name and the map entry, Value and number overhead.
+func (m *Mutation) wireSize() int64 {
+	n := int64(len(m.data)) + 32
+	if m.vals != nil {
+		n += m.shape.wireOverhead
+	}
+	return n
 }
 
 // protoAlloc builds the protobuf values of one batch out of a few large
@@ -62,7 +86,7 @@ func take[T any](s *[]T) *T {
 }
 
 // toProto builds the wire mutation. all is a copy of m.data (a slice of
-// the batch's one immutable copy, see buildBatches), so the proto never
+// the batch's one immutable copy, see batchBuilder.build), so the proto never
 // aliases slab memory.
 func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byte) *apiv1.Mutation {
 	pm := take(&a.muts)
@@ -121,44 +145,43 @@ func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byt
 	return pm
 }
 
-// buildBatches turns a drained, canonical run of one partition into
+// batchBuilder turns a drained, canonical run of one partition into
 // batches (N21): seqs assigned in order from the counter (N6), one token.
-func buildBatches(partition, collection, token string, seq *seqCounter, items []reorder.Item[Mutation], maxRows int, cuts []int, alloc *protoAlloc) ([]*apiv1.MutationBatch, []int) {
-	if len(items) == 0 {
-		return nil, cuts
+type batchBuilder struct {
+	partition, collection, token string
+	seq                          *seqCounter
+	alloc                        *protoAlloc
+}
+
+// build builds the batch of items (the next seqs) and releases the items'
+// slab memory: the protobufs hold copies of every byte.
+func (bb *batchBuilder) build(items []reorder.Item[Mutation]) *apiv1.MutationBatch {
+	first := bb.seq.assign(len(items))
+	b := &apiv1.MutationBatch{
+		SourcePartition:       bb.partition,
+		SourceEpoch:           bb.seq.epoch,
+		FirstSeq:              first,
+		SchemaGenerationToken: bb.token,
+		Collection:            bb.collection,
+		Mutations:             make([]*apiv1.Mutation, 0, len(items)),
 	}
-	cuts = cutPoints(len(items), maxRows, func(int) string { return token }, cuts)
-	out := make([]*apiv1.MutationBatch, 0, len(cuts))
-	start := 0
-	for _, end := range cuts {
-		first := seq.assign(end - start)
-		b := &apiv1.MutationBatch{
-			SourcePartition:       partition,
-			SourceEpoch:           seq.epoch,
-			FirstSeq:              first,
-			SchemaGenerationToken: token,
-			Collection:            collection,
-			Mutations:             make([]*apiv1.Mutation, 0, end-start),
-		}
-		// One immutable copy of every byte of the batch: the protos slice it.
-		total := 0
-		for i := start; i < end; i++ {
-			total += len(items[i].Value.data)
-		}
-		buf := make([]byte, 0, total)
-		for i := start; i < end; i++ {
-			buf = append(buf, items[i].Value.data...)
-		}
-		all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
-		off := 0
-		for i := start; i < end; i++ {
-			m := &items[i].Value
-			n := len(m.data)
-			b.Mutations = append(b.Mutations, alloc.toProto(m, first+uint64(i-start), all[off:off+n], buf[off:off+n:off+n]))
-			off += n
-		}
-		out = append(out, b)
-		start = end
+	// One immutable copy of every byte of the batch: the protos slice it.
+	total := 0
+	for i := range items {
+		total += len(items[i].Value.data)
 	}
-	return out, cuts
+	buf := make([]byte, 0, total)
+	for i := range items {
+		buf = append(buf, items[i].Value.data...)
+	}
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+	off := 0
+	for i := range items {
+		m := &items[i].Value
+		n := len(m.data)
+		b.Mutations = append(b.Mutations, bb.alloc.toProto(m, first+uint64(i), all[off:off+n], buf[off:off+n:off+n]))
+		off += n
+		m.release()
+	}
+	return b
 }

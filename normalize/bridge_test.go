@@ -218,9 +218,9 @@ func TestN21BatchCutBySize(t *testing.T) {
 
 func TestN21CutPointsAtGenerationChange(t *testing.T) {
 	gens := []string{"a", "a", "a", "b", "b", "c", "c", "c", "c"}
-	got := cutPoints(len(gens), 3, func(i int) string { return gens[i] }, nil)
+	got := cutPoints(len(gens), 3, 0, nil, func(i int) string { return gens[i] }, nil)
 	require.Equal(t, []int{3, 5, 8, 9}, got)
-	require.Empty(t, cutPoints(0, 3, func(int) string { return "" }, nil))
+	require.Empty(t, cutPoints(0, 3, 0, nil, func(int) string { return "" }, nil))
 }
 
 // TestN27PolicyClassification is the classification table.

@@ -40,6 +40,9 @@ type shape struct {
 	fields []fieldSpec
 	pk     []int // indexes into fields, key order
 	rowID  bool  // keyed by _tidb_rowid read from the row key
+	// wireOverhead estimates what an upsert's fields add to its encoded
+	// size beside the value bytes: names and per-entry framing (N21).
+	wireOverhead int64
 }
 
 // RoleOverrides maps a column name to the role it must get, overriding N18.
@@ -105,6 +108,11 @@ func buildShape(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
 			}
 			s.pk = append(s.pk, i)
 		}
+	}
+	for i := range s.fields {
+		// map entry tag+len, key tag+len, value tag+len, Value oneof
+		// tag+len or varint/fixed payload: at most ~24 bytes.
+		s.wireOverhead += int64(len(s.fields[i].name)) + 24
 	}
 	isKey := map[int]bool{}
 	for _, i := range s.pk {
