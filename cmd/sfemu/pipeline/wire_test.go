@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -239,3 +240,63 @@ type failingTap struct{ err error }
 func (f failingTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return f.err }
 func (f failingTap) OnDDL(context.Context, minicdc.DDLOutput) error         { return nil }
 func (f failingTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
+
+// With an explicit start ts (sfemu run --pd --start-ts), a table-set
+// change over the wire restarts the adapter with the new physical tables
+// (the bridge stores their progress at the change, so the first run's
+// start ts, when they did not exist, is not where they start).
+func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
+	ctx := context.Background()
+	up := newWireUpstream(t, 9)
+	ss := up.SQL.NewSession("")
+	setupShop(t, ctx, ss)
+	start, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+	for i := 1; i <= 5; i++ {
+		if _, err := ss.Exec(ctx, fmt.Sprintf("INSERT INTO shop.products VALUES (%d, 'p', 1, 1)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: start}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	for _, q := range []string{
+		"TRUNCATE TABLE shop.products",
+		"INSERT INTO shop.products VALUES (10, 'after', 2, 2)",
+		"INSERT INTO shop.events VALUES (1, 10, 'view')",
+	} {
+		if _, err := ss.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	final, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+		t.Fatalf("%v (supervisor: %v)", err, sup.Err())
+	}
+	if len(sup.Restarts()) != 1 {
+		t.Fatalf("restarts %+v, want 1", sup.Restarts())
+	}
+	diffs, err := CheckConsistency(ctx, up, emu, e2eTables, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if err := sup.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
