@@ -1,7 +1,9 @@
-// Package pipeline wires the whole sfemu data path in one process: the
-// embedded fake upstream (cluster + SQL front), the schema store, the
-// Mini-CDC runtime with the mounter, the normalize bridge and the emulator.
-// `sfemu run` and the end-to-end tests build the same pipeline through it.
+// Package pipeline wires the whole sfemu data path: an upstream (the
+// embedded fake cluster with its SQL front, read in process or over its
+// PD/TiKV gRPC servers, or a real TiDB cluster through PD), the schema
+// store, the Mini-CDC runtime with the mounter, the normalize bridge and
+// the emulator. `sfemu run` and the end-to-end tests build the same
+// pipeline through it. Rules: specs/sfemu-run.md (SR*).
 package pipeline
 
 import (
@@ -126,11 +128,12 @@ type Adapter struct {
 // epoch from the emulator's stored progress), opens the schema store and
 // starts the Mini-CDC runtime from the resume point.
 //
-// The schema store follows the DDL job span through its own in-process
-// source, delivered on its own goroutine: the runtime's rows wait for the
-// store to reach commit_ts-1 (specs/minicdc.md M22), and the fake source
-// delivers all of its spans from one goroutine, so sharing it would make
-// that wait wait for itself.
+// The schema store follows the DDL job span through its own source
+// (Upstream.NewSource), delivered on its own goroutine: the runtime's rows
+// wait for the store to reach commit_ts-1 (specs/minicdc.md M22), and a
+// source delivers all of its spans from one goroutine, so sharing it would
+// make that wait wait for itself. Over PD the adapter holds a service GC
+// safe point at its checkpoint (SR2).
 func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig) (*Adapter, error) {
 	if len(cfg.Tables) == 0 {
 		return nil, errors.New("pipeline: no tables to mirror")
