@@ -123,6 +123,7 @@ func BenchmarkIngestText(b *testing.B) {
 	batches := textBatches(tok, b.N*benchBatch, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for _, bt := range batches {
 		if _, err := e.Ingest(bg, bt); err != nil {
 			b.Fatal(err)
@@ -131,6 +132,48 @@ func BenchmarkIngestText(b *testing.B) {
 	e.WaitIndexed()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*benchBatch), "cpu-µs/row")
+}
+
+// BenchmarkIngestTextTicks is the adapter's shape: small batches of short
+// text rows, each followed by a resolved-ts mark, for ticks ingested
+// batches (100k rows in all). Reports text rows/s (ingest until the text
+// modality has indexed everything), process CPU per row, and the text
+// index's segment count at the end (bounded by merging, T-P5).
+func BenchmarkIngestTextTicks(b *testing.B) {
+	const rows, perBatch = 100_000, 200
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := openMem(b, Options{})
+		def := textDef()
+		def.Fields = def.Fields[:2] // id, title
+		tok := mustCreate(b, e, def, 1).GetSchemaGenerationToken()
+		batches := make([]*apiv1.MutationBatch, 0, rows/perBatch)
+		for start := 0; start < rows; start += perBatch {
+			bt := &apiv1.MutationBatch{SourcePartition: "table:300", SourceEpoch: 1, FirstSeq: uint64(start + 1), SchemaGenerationToken: tok}
+			for id := start; id < start+perBatch; id++ {
+				bt.Mutations = append(bt.Mutations, &apiv1.Mutation{Seq: uint64(id + 1), CommitTs: uint64(10 + start), Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT,
+					PrimaryKey: fmt.Sprint(id), Fields: map[string]*apiv1.Value{"id": val(id), "title": val("item number " + strconv.Itoa(id))}})
+			}
+			batches = append(batches, bt)
+		}
+		b.StartTimer()
+		t0, cpu0 := time.Now(), processCPU()
+		for j, bt := range batches {
+			if _, err := e.Ingest(bg, bt); err != nil {
+				b.Fatal(err)
+			}
+			mustAdvance(b, e, "table:300", 1, uint64(10+j*perBatch))
+		}
+		e.WaitIndexed()
+		el, cpu := time.Since(t0), processCPU()-cpu0
+		b.StopTimer()
+		b.ReportMetric(rows/el.Seconds(), "rows/s")
+		b.ReportMetric(float64(cpu.Microseconds())/rows, "cpu-µs/row")
+		b.ReportMetric(float64(textSegments(b, e, "articles")), "segments")
+		_ = e.Close()
+		b.StartTimer()
+	}
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
@@ -259,4 +302,17 @@ func BenchmarkVectorSearch(b *testing.B) {
 	b.StopTimer()
 	reportPercentiles(b, lat)
 	b.ReportMetric(float64(n), "docs")
+}
+
+// textSegments is the segment count of a collection's text index.
+func textSegments(t testing.TB, e *Emulator, coll string) int {
+	t.Helper()
+	e.mu.RLock()
+	c := e.colls[coll]
+	e.mu.RUnlock()
+	n, err := c.textIdx.Segments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

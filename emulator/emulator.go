@@ -215,7 +215,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			prev.textW, prev.textIdx = nil, nil // ownership moves
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_TEXT, c.textW)
 		} else {
-			idx, err := text.Open("", fields)
+			idx, err := text.OpenScratch(e.opts.TextScratchDir, fields)
 			if err != nil {
 				return nil, err
 			}

@@ -80,12 +80,45 @@ func (w *asyncIndex) waitIdle() {
 	w.mu.Unlock()
 }
 
+// queueLen is the number of queued items (for tests).
+func (w *asyncIndex) queueLen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue)
+}
+
 func (w *asyncIndex) lastErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
 }
 
+// maxCoalesce bounds the changes one apply takes from the queue.
+const maxCoalesce = 4096
+
+// take removes the next work from the queue: every queued item up to
+// maxCoalesce changes (at least one item). Called with mu held.
+func (w *asyncIndex) take() []work {
+	n, total := 0, 0
+	for n < len(w.queue) && (n == 0 || total+len(w.queue[n].changes) <= maxCoalesce) {
+		total += len(w.queue[n].changes)
+		n++
+	}
+	items := w.queue[:n:n]
+	if n == len(w.queue) {
+		w.queue = nil
+	} else {
+		w.queue = append([]work(nil), w.queue[n:]...)
+	}
+	return items
+}
+
+// run applies the queue. Everything queued when the worker looks (up to
+// maxCoalesce changes) is applied as one index batch, so an index that is
+// behind catches up with few large batches instead of one per ingested
+// batch or per mark; the marks taken with it are reported afterwards, in
+// queue order. A mark still means that every change queued before it is
+// indexed (E51): changes queued after it may be indexed too.
 func (w *asyncIndex) run() {
 	defer close(w.done)
 	for {
@@ -97,37 +130,43 @@ func (w *asyncIndex) run() {
 			w.mu.Unlock()
 			return
 		}
-		items := w.queue
-		w.queue = nil
+		items := w.take()
 		w.busy = true
 		failed := w.err != nil
 		w.mu.Unlock()
 
+		// The change slices are shared (docstore batches own them): one
+		// is used as is, several are copied into a new slice.
 		var pending []docstore.Change
-		flush := func() {
-			if len(pending) == 0 || failed {
-				pending = pending[:0]
-				return
+		total, parts := 0, 0
+		for _, it := range items {
+			if len(it.changes) > 0 {
+				total += len(it.changes)
+				parts++
+				pending = it.changes
 			}
+		}
+		if parts > 1 {
+			pending = make([]docstore.Change, 0, total)
+			for _, it := range items {
+				pending = append(pending, it.changes...)
+			}
+		}
+		if len(pending) > 0 && !failed {
 			if err := w.apply(pending); err != nil {
 				failed = true
 				w.mu.Lock()
 				w.err = fmt.Errorf("%s modality: %w", w.modality, err)
 				w.mu.Unlock()
 			}
-			pending = nil
 		}
-		for _, it := range items {
-			if it.changes != nil {
-				pending = append(pending, it.changes...)
-				continue
-			}
-			flush()
-			if !failed {
-				w.onMark(w, it.partition, it.ts)
+		if !failed {
+			for _, it := range items {
+				if it.changes == nil {
+					w.onMark(w, it.partition, it.ts)
+				}
 			}
 		}
-		flush()
 
 		w.mu.Lock()
 		w.busy = false

@@ -50,6 +50,12 @@ type Options struct {
 	// at which HNSW is built). 0 takes the vector package's default;
 	// negative disables HNSW.
 	VectorHNSWThreshold int
+	// TextScratchDir is the parent directory of the text modality's
+	// scratch indexes (text.OpenScratch: segment files scorch merges in
+	// the background; never durable, rebuilt from the documents on Open,
+	// E61). Default text.DefaultScratchParent(): /dev/shm when writable,
+	// else the system temporary directory.
+	TextScratchDir string
 }
 
 func (o Options) withDefaults() Options {

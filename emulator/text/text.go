@@ -35,9 +35,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -64,12 +67,14 @@ type Hit struct {
 
 // Index is a full-text index over a fixed list of fields.
 type Index struct {
-	dir    string
-	fields []string
+	dir     string
+	scratch bool // dir is a private scratch directory, removed by Close
+	fields  []string
 	// internal maps a field name to the bleve field name it is indexed under
 	// (f0, f1, ...), so that any column name, including ones with dots,
 	// is a single bleve field.
 	internal map[string]string
+	analyzer analysis.Analyzer // the standard analyzer (rule T-S1)
 	idx      bleve.Index
 }
 
@@ -88,6 +93,10 @@ var ErrFieldsMismatch = errors.New("text: on-disk index has a different field li
 // field list in the same order, else Open returns an error wrapping
 // ErrFieldsMismatch (rule T-P3).
 func Open(dir string, fields []string) (*Index, error) {
+	return open(dir, fields, nil)
+}
+
+func open(dir string, fields []string, config map[string]interface{}) (*Index, error) {
 	if len(fields) == 0 {
 		return nil, errors.New("text: at least one text field is required")
 	}
@@ -122,10 +131,13 @@ func Open(dir string, fields []string) (*Index, error) {
 				return nil, fmt.Errorf("%w: %s has %s, want %s", ErrFieldsMismatch, dir, got, want)
 			}
 			x.idx = bi
+			if err := x.initAnalyzer(); err != nil {
+				return nil, err
+			}
 			return x, nil
 		}
 	}
-	bi, err := bleve.NewUsing(dir, x.mapping(), scorch.Name, scorch.Name, nil)
+	bi, err := bleve.NewUsing(dir, x.mapping(), scorch.Name, scorch.Name, config)
 	if err != nil {
 		return nil, fmt.Errorf("text: create index at %q: %w", dir, err)
 	}
@@ -134,7 +146,92 @@ func Open(dir string, fields []string) (*Index, error) {
 		return nil, fmt.Errorf("text: store field list: %w", err)
 	}
 	x.idx = bi
+	if err := x.initAnalyzer(); err != nil {
+		return nil, err
+	}
 	return x, nil
+}
+
+// initAnalyzer looks up the analyzer Apply uses for every field.
+func (x *Index) initAnalyzer() error {
+	x.analyzer = x.idx.Mapping().AnalyzerNamed(standard.Name)
+	if x.analyzer == nil {
+		_ = x.idx.Close()
+		return fmt.Errorf("text: analyzer %q is not registered", standard.Name)
+	}
+	return nil
+}
+
+// OpenScratch opens a new, empty index over fields whose segment files live
+// in a fresh private directory under parent ("" = DefaultScratchParent()).
+// Unlike Open("") (where scorch never merges segments, so every Apply adds
+// one segment for good and both Apply and Search slow down with the number
+// of batches), scorch persists and merges a scratch index's segments in the
+// background. Apply returns once the batch is searchable, not when it is on
+// disk: nothing in a scratch index is durable (rule T-P5), and Close removes
+// the directory.
+func OpenScratch(parent string, fields []string) (*Index, error) {
+	if parent == "" {
+		parent = DefaultScratchParent()
+	}
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, fmt.Errorf("text: create scratch parent %s: %w", parent, err)
+	}
+	removeOrphans(parent)
+	dir, err := os.MkdirTemp(parent, scratchPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, fmt.Errorf("text: create scratch dir under %s: %w", parent, err)
+	}
+	x, err := open(dir, fields, map[string]interface{}{"unsafe_batch": true})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	x.scratch = true
+	return x, nil
+}
+
+// scratchPrefix starts a scratch directory's name; the owner's pid follows.
+const scratchPrefix = "text-"
+
+// removeOrphans removes the scratch directories under parent whose owning
+// process is gone (a crash skips Close). Directories of live processes,
+// including this one, are left alone; errors are ignored (an orphan costs
+// space, not correctness).
+func removeOrphans(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if !ent.IsDir() || !strings.HasPrefix(name, scratchPrefix) {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(strings.TrimPrefix(name, scratchPrefix), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(parent, name))
+	}
+}
+
+// DefaultScratchParent is where OpenScratch puts its directories by
+// default: /dev/shm when it is a writable directory (a RAM file system, so
+// the index stays in memory and scorch's fsyncs cost nothing), else the
+// system temporary directory.
+func DefaultScratchParent() string {
+	const shm = "/dev/shm"
+	if st, err := os.Stat(shm); err == nil && st.IsDir() {
+		if f, err := os.CreateTemp(shm, ".sfemu-probe-"); err == nil {
+			name := f.Name()
+			_ = f.Close()
+			_ = os.Remove(name)
+			return filepath.Join(shm, "sfemu-text")
+		}
+	}
+	return filepath.Join(os.TempDir(), "sfemu-text")
 }
 
 // mapping builds the bleve mapping: a static document mapping with one
@@ -188,15 +285,28 @@ func (x *Index) apply(ops []Op, mark []byte) error {
 			b.Delete(op.PK)
 			continue
 		}
-		doc := make(map[string]interface{}, len(op.Fields))
-		for name, v := range op.Fields {
-			in, ok := x.internal[name]
+		// The document is built here rather than by bleve's mapping: the
+		// mapping walks the value by reflection and adds an "_all"
+		// composite field to every document, neither of which this index
+		// uses. The fields are what the mapping would produce for them
+		// (indexed, not stored, no term vectors, no doc values; rule T-S1).
+		doc := document.NewDocument(op.PK)
+		for _, f := range x.fields {
+			v, ok := op.Fields[f]
 			if !ok {
-				return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
+				continue
 			}
-			doc[in] = v
+			doc.AddField(document.NewTextFieldCustom(x.internal[f], nil, []byte(v), index.IndexField, x.analyzer))
 		}
-		if err := b.Index(op.PK, doc); err != nil {
+		if len(doc.Fields) != len(op.Fields) {
+			for name := range op.Fields {
+				if _, ok := x.internal[name]; !ok {
+					return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
+				}
+			}
+		}
+		doc.SetIndexed()
+		if err := b.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("text: op %d (pk %q): %w", i, op.PK, err)
 		}
 	}
@@ -219,6 +329,25 @@ func (x *Index) Mark() ([]byte, error) {
 		return nil, fmt.Errorf("text: read mark: %w", err)
 	}
 	return v, nil
+}
+
+// Segments returns the number of segments in the index's current snapshot
+// (each Apply adds one; a scratch or on-disk index merges them, T-P5).
+func (x *Index) Segments() (int, error) {
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return 0, fmt.Errorf("text: segments: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return 0, fmt.Errorf("text: segments: %w", err)
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return 0, fmt.Errorf("text: segments: reader is %T, not a scorch snapshot", r)
+	}
+	return len(snap.Segments()), nil
 }
 
 // Count returns the number of indexed documents.
@@ -330,7 +459,13 @@ func (x *Index) Reset() error {
 
 // Close releases the index. An on-disk index can be reopened with Open.
 func (x *Index) Close() error {
-	if err := x.idx.Close(); err != nil {
+	err := x.idx.Close()
+	if x.scratch {
+		if rerr := os.RemoveAll(x.dir); err == nil && rerr != nil {
+			err = rerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("text: close: %w", err)
 	}
 	return nil
