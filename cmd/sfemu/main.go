@@ -1,8 +1,10 @@
 // Command sfemu runs the search-fabric emulator with its embedded Mini-CDC
-// adapter. `sfemu run` (the default) starts an in-process TiKV-style
-// cluster with a demo schema and workload, mirrors its tables into
-// emulator collections through the Mini-CDC runtime, and serves the
-// emulator's HTTP and gRPC APIs on loopback.
+// adapter. `sfemu run` (the default) starts an embedded TiKV-style cluster
+// with its PD and TiKV gRPC servers on loopback, a demo schema and
+// workload, mirrors its tables into emulator collections through the
+// Mini-CDC runtime (reading the cluster over gRPC, as it reads a real
+// one), and serves the emulator's HTTP and gRPC APIs on loopback.
+// `sfemu run --pd ... --tables ...` mirrors tables of a real TiDB cluster.
 package main
 
 import (
@@ -27,7 +29,10 @@ func newRootCmd() *cobra.Command {
 TiKV's CDC protocol, decodes them with TiDB's schema history and feeds the
 emulator's collections, which you query over HTTP or gRPC.
 
-Without a subcommand it runs "sfemu run".`,
+Without a subcommand it runs "sfemu run": an embedded demo cluster, read
+over its own PD and TiKV gRPC servers on loopback. "sfemu run --pd <addrs>
+--tables db.t1,db.t2" mirrors tables of a real TiDB cluster instead. See
+"sfemu run --help".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

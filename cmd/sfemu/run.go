@@ -91,7 +91,9 @@ Real-cluster mode (--pd host:port[,host:port] --tables db.t1,db.t2) connects
 to a TiDB cluster's PD instead: no embedded cluster, no demo workload, no
 /upstream/sql. The tables must exist at the start ts (--start-ts, default
 the stored progress or now); a start ts below the cluster's GC safe point
-is refused. While running, the adapter holds a PD service GC safe point at
+is refused. The adapter delivers the changes committed after its start ts
+(no initial load): start at the tables' creation to mirror every row.
+While running, the adapter holds a PD service GC safe point at
 its checkpoint (removed on a clean stop). The data dir is kept across runs
 and resumes from the stored progress; it is bound to the first cluster it
 mirrored.
@@ -114,7 +116,7 @@ errors) go to <data-dir>/client.log.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, keep, in_process, pd_timeout); flags override it")
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the emulator's collections and the schema store")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
 	f.StringVar(&cfg.PD, "pd", cfg.PD, "real-cluster mode: PD addresses, host:port[,host:port...] (requires --tables)")
