@@ -218,3 +218,44 @@ func TestRealModeMirrorsAndChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SR4: --in-process keeps the old in-process source and says so; its
+// /admin/check works as in the other modes.
+func TestRunInProcessMode(t *testing.T) {
+	cfg := defaultRunConfig()
+	cfg.InProcess, cfg.HTTP, cfg.GRPC, cfg.DataDir, cfg.Rate = true, "127.0.0.1:0", "", t.TempDir(), 50
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- runMain(ctx, cfg, pw); pw.Close() }()
+	sc := bufio.NewScanner(pr)
+	var httpAddr string
+	for httpAddr == "" && sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "sfemu: upstream ") && !strings.HasPrefix(l, "sfemu: upstream mode=in-process pd=none ") {
+			t.Fatalf("mode line %q", l)
+		}
+		if m := regexp.MustCompile(`running: http=http://(\S+) .*mode=in-process pd=none `).FindStringSubmatch(l); m != nil {
+			httpAddr = m[1]
+		}
+	}
+	if httpAddr == "" {
+		t.Fatalf("no running line (run: %v)", <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	resp, err := http.Get("http://" + httpAddr + "/admin/check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var cr checkResult
+	if err := json.Unmarshal(raw, &cr); err != nil || resp.StatusCode != 200 || !cr.OK {
+		t.Fatalf("check: %d %s", resp.StatusCode, raw)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
