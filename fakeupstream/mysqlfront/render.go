@@ -60,6 +60,13 @@ func columnOf(ft *types.FieldType, name, orgName, table, orgTable, schema string
 	if col.charset != collationBinary && isStringType(ft.GetType()) {
 		flen *= 4 // utf8mb4: display length in bytes
 	}
+	if tp == mysql.TypeNewDecimal && flen > 0 {
+		// MySQL counts the sign and, with a scale, the point.
+		flen++
+		if ft.GetDecimal() > 0 {
+			flen++
+		}
+	}
 	col.length = uint32(flen)
 	dec := ft.GetDecimal()
 	switch {
