@@ -332,15 +332,23 @@ func newAuxIndex(def *apiv1.CollectionDefinition) *auxIndex {
 	return a
 }
 
-func (n *numericColumn) set(pk string, v *apiv1.Value) {
+// setAll records field's value of every change (absent, null or not a
+// number: removed) under one lock.
+func (n *numericColumn) setAll(field string, changes []docstore.Change) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.dirty = true
-	if v == nil || !isNumericKind(v) {
-		delete(n.vals, pk)
-		return
+	for _, ch := range changes {
+		var v *apiv1.Value
+		if ch.New != nil && !ch.New.Deleted {
+			v = ch.New.Fields[field]
+		}
+		if v == nil || !isNumericKind(v) {
+			delete(n.vals, ch.PK)
+			continue
+		}
+		n.vals[ch.PK] = asFloat(v)
 	}
-	n.vals[pk] = asFloat(v)
 }
 
 // rangeCandidates returns the sorted keys whose value lies in [lo, hi].
@@ -387,15 +395,11 @@ func valueKey(v *apiv1.Value) (string, bool) {
 }
 
 func (a *auxIndex) apply(changes []docstore.Change) {
-	for _, ch := range changes {
-		for field, col := range a.numeric {
-			var v *apiv1.Value
-			if ch.New != nil && !ch.New.Deleted {
-				v = ch.New.Fields[field]
-			}
-			col.set(ch.PK, v)
-		}
-		for field, post := range a.keyword {
+	for field, col := range a.numeric {
+		col.setAll(field, changes)
+	}
+	for field, post := range a.keyword {
+		for _, ch := range changes {
 			if ch.Old != nil && !ch.Old.Deleted {
 				if k, ok := valueKey(ch.Old.Fields[field]); ok {
 					if set := post[k]; set != nil {
