@@ -3,6 +3,7 @@ package reorder
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // Config bounds one partition's buffer. Both bounds apply to unsealed rows
@@ -117,19 +118,27 @@ func less[T any](a, b Item[T]) int {
 // (commit_ts, arrival ordinal). It is pure: no goroutines, no clock, not
 // safe for concurrent use (Waiter adds a lock and the bounded wait).
 //
-// Layout: items[head:sealedEnd] are sealed and sorted; items[sealedEnd:]
-// are unsealed, all with commit_ts above the seal, sorted unless dirty
-// (an arrival went below its predecessor). Rows arrive mostly in order per
-// table path, so the unsealed tail is usually already sorted and a seal is a
-// scan; otherwise one pdqsort of the tail, which is fast on nearly sorted
-// input.
+// Layout: the rows live in fixed-size chunks (chunkCap items each), in
+// arrival order except where a seal sorted them; logically they form one
+// sequence whose first sealed rows are sorted and ready to drain, followed
+// by the unsealed rows, all with commit_ts above the seal, sorted unless
+// dirty (an arrival went below its predecessor). Rows arrive mostly in
+// order per table path, so the unsealed tail is usually already sorted and
+// a seal is a scan; otherwise one pdqsort of the tail, which is fast on
+// nearly sorted input. Chunks never move or grow: a large backlog costs no
+// re-allocation and copy, and drained chunks are recycled (up to
+// maxFreeChunks per buffer) instead of leaving one large array behind.
 type Buffer[T any] struct {
-	cfg       Config
-	items     []Item[T]
-	head      int
-	sealedEnd int
-	dirty     bool
-	next      uint64 // next arrival ordinal
+	cfg      Config
+	chunkCap int // a power of two: 1 << shift
+	shift    uint
+	chunks   [][]Item[T] // every chunk but the last is full (len == chunkCap)
+	first    int         // offset of the first live row in chunks[0]
+	n        int         // live rows
+	sealedN  int         // the first sealedN live rows are sealed
+	dirty    bool
+	next     uint64 // next arrival ordinal
+	free     [][]Item[T]
 
 	unsealedBytes int64
 	cpSeal        uint64 // last checkpoint seal
@@ -138,16 +147,35 @@ type Buffer[T any] struct {
 	hasSeal       bool
 }
 
+const (
+	// defaultChunkShift: 512 rows per chunk, ~50 KiB for a normalize row.
+	defaultChunkShift = 9
+	defaultChunkItems = 1 << defaultChunkShift
+	// maxFreeChunks bounds the recycled chunks one buffer keeps.
+	maxFreeChunks = 8
+)
+
 // New returns an empty buffer; cfg must validate.
 func New[T any](cfg Config) (*Buffer[T], error) {
+	return newBuffer[T](cfg, defaultChunkShift)
+}
+
+// newBuffer builds a buffer with chunks of 1<<shift rows.
+func newBuffer[T any](cfg Config, shift uint) (*Buffer[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Buffer[T]{cfg: cfg}, nil
+	return &Buffer[T]{cfg: cfg, chunkCap: 1 << shift, shift: shift}, nil
 }
 
 // Config returns the buffer's bounds.
 func (b *Buffer[T]) Config() Config { return b.cfg }
+
+// at returns the live row at logical index i.
+func (b *Buffer[T]) at(i int) *Item[T] {
+	g := b.first + i
+	return &b.chunks[g>>b.shift][g&(b.chunkCap-1)]
+}
 
 // Add buffers one row with its payload size in bytes. It returns a
 // *FullError (row not added) when the row would exceed a bound, and a
@@ -163,29 +191,51 @@ func (b *Buffer[T]) Add(commitTs uint64, size int64, v T) error {
 	if err := b.wouldOverflow(size); err != nil {
 		return err
 	}
-	// (Drain resets the slice when it empties the buffer.)
-	if b.head > 0 && len(b.items) == cap(b.items) && b.head >= len(b.items)/2 {
-		// Reclaim the drained prefix instead of growing.
-		n := copy(b.items, b.items[b.head:])
-		clear(b.items[n:])
-		b.items = b.items[:n]
-		b.sealedEnd -= b.head
-		b.head = 0
-	}
-	if n := len(b.items); n > b.sealedEnd && commitTs < b.items[n-1].CommitTs {
+	if b.n > b.sealedN && commitTs < b.at(b.n-1).CommitTs {
 		b.dirty = true
 	}
-	b.items = append(b.items, Item[T]{CommitTs: commitTs, Ordinal: b.next, Size: size, Value: v})
+	last := len(b.chunks) - 1
+	if last < 0 || len(b.chunks[last]) == b.chunkCap {
+		b.chunks = append(b.chunks, b.newChunk())
+		last++
+	}
+	b.chunks[last] = append(b.chunks[last], Item[T]{CommitTs: commitTs, Ordinal: b.next, Size: size, Value: v})
+	b.n++
 	b.next++
 	b.unsealedBytes += size
 	return nil
+}
+
+func (b *Buffer[T]) newChunk() []Item[T] {
+	if k := len(b.free); k > 0 {
+		c := b.free[k-1]
+		b.free[k-1] = nil
+		b.free = b.free[:k-1]
+		return c
+	}
+	return make([]Item[T], 0, b.chunkCap)
+}
+
+// dropFirstChunk recycles chunks[0], whose rows were all drained.
+func (b *Buffer[T]) dropFirstChunk() {
+	c := b.chunks[0]
+	clear(c[:cap(c)]) // drop references held by drained payloads
+	if len(b.free) < maxFreeChunks {
+		b.free = append(b.free, c[:0])
+	}
+	// Shift rather than reslice, so the slice of chunks keeps its
+	// capacity (a few hundred pointers for the largest backlogs).
+	k := copy(b.chunks, b.chunks[1:])
+	b.chunks[k] = nil
+	b.chunks = b.chunks[:k]
+	b.first = 0
 }
 
 // Fits reports whether a row of size bytes could be added now.
 func (b *Buffer[T]) Fits(size int64) bool { return b.wouldOverflow(size) == nil }
 
 func (b *Buffer[T]) wouldOverflow(size int64) error {
-	rows := len(b.items) - b.sealedEnd
+	rows := b.n - b.sealedN
 	if size > b.cfg.MaxUnsealedBytes {
 		return &FullError{Partition: b.cfg.Partition, Bound: BoundBytes, Limit: b.cfg.MaxUnsealedBytes,
 			UnsealedRows: rows, UnsealedBytes: b.unsealedBytes, RowBytes: size, Never: true}
@@ -231,17 +281,55 @@ func (b *Buffer[T]) seal(ts uint64) {
 		return // every row at or below ts is already sealed
 	}
 	b.sealed, b.hasSeal = ts, true
-	tail := b.items[b.sealedEnd:]
 	if b.dirty {
-		slices.SortFunc(tail, less[T])
+		b.sortTail()
 		b.dirty = false
 	}
-	i := 0
-	for i < len(tail) && tail[i].CommitTs <= ts {
-		b.unsealedBytes -= tail[i].Size
+	i := b.sealedN
+	for i < b.n {
+		it := b.at(i)
+		if it.CommitTs > ts {
+			break
+		}
+		b.unsealedBytes -= it.Size
 		i++
 	}
-	b.sealedEnd += i
+	b.sealedN = i
+}
+
+// sortTail sorts the unsealed rows by (commit_ts, ordinal) in place: as
+// one slice when they lie in one chunk, else through a view over the
+// chunks (no copy of the backlog, no scratch the size of it).
+func (b *Buffer[T]) sortTail() {
+	lo, hi := b.first+b.sealedN, b.first+b.n // global positions
+	if lo>>b.shift == (hi-1)>>b.shift {
+		c := b.chunks[lo>>b.shift]
+		mask := b.chunkCap - 1
+		slices.SortFunc(c[lo&mask:(hi-1)&mask+1], less[T])
+		return
+	}
+	sort.Sort(tailView[T]{b: b, lo: lo, n: hi - lo})
+}
+
+// tailView is sort.Interface over the rows at global positions lo..lo+n.
+type tailView[T any] struct {
+	b  *Buffer[T]
+	lo int
+	n  int
+}
+
+func (v tailView[T]) Len() int { return v.n }
+
+func (v tailView[T]) item(i int) *Item[T] {
+	g := v.lo + i
+	return &v.b.chunks[g>>v.b.shift][g&(v.b.chunkCap-1)]
+}
+
+func (v tailView[T]) Less(i, j int) bool { return less(*v.item(i), *v.item(j)) < 0 }
+
+func (v tailView[T]) Swap(i, j int) {
+	a, c := v.item(i), v.item(j)
+	*a, *c = *c, *a
 }
 
 // SealedTs returns the effective seal: max of the checkpoint and DDL seals.
@@ -255,41 +343,53 @@ func (b *Buffer[T]) Drain(dst []Item[T]) []Item[T] {
 
 // DrainN is Drain limited to at most n rows (n < 0: no limit).
 func (b *Buffer[T]) DrainN(dst []Item[T], n int) []Item[T] {
-	end := b.sealedEnd
-	if n >= 0 && b.head+n < end {
-		end = b.head + n
+	take := b.sealedN
+	if n >= 0 && n < take {
+		take = n
 	}
-	dst = append(dst, b.items[b.head:end]...)
-	clear(b.items[b.head:end]) // drop references held by drained payloads
-	b.head = end
-	if b.head == len(b.items) {
-		b.items = b.items[:0]
-		b.head, b.sealedEnd = 0, 0
+	dst = slices.Grow(dst, take)
+	for take > 0 {
+		c := b.chunks[0]
+		end := min(len(c), b.first+take)
+		dst = append(dst, c[b.first:end]...)
+		clear(c[b.first:end]) // drop references held by drained payloads
+		moved := end - b.first
+		take -= moved
+		b.n -= moved
+		b.sealedN -= moved
+		b.first = end
+		if b.first == b.chunkCap {
+			b.dropFirstChunk()
+		}
+	}
+	if b.n == 0 && len(b.chunks) == 1 {
+		// Empty: reuse the last chunk from its start.
+		b.chunks[0] = b.chunks[0][:0]
+		b.first = 0
 	}
 	return dst
 }
 
 // Sealed returns the number of sealed rows waiting to be drained.
-func (b *Buffer[T]) Sealed() int { return b.sealedEnd - b.head }
+func (b *Buffer[T]) Sealed() int { return b.sealedN }
 
 // Unsealed returns the unsealed row count and bytes.
 func (b *Buffer[T]) Unsealed() (rows int, bytes int64) {
-	return len(b.items) - b.sealedEnd, b.unsealedBytes
+	return b.n - b.sealedN, b.unsealedBytes
 }
 
 // Len returns all buffered rows, sealed or not.
-func (b *Buffer[T]) Len() int { return len(b.items) - b.head }
+func (b *Buffer[T]) Len() int { return b.n }
 
 // MinUnsealedTs returns the smallest commit_ts among unsealed rows.
 func (b *Buffer[T]) MinUnsealedTs() (uint64, bool) {
-	tail := b.items[b.sealedEnd:]
-	if len(tail) == 0 {
+	if b.n == b.sealedN {
 		return 0, false
 	}
-	m := tail[0].CommitTs
+	m := b.at(b.sealedN).CommitTs
 	if b.dirty {
-		for _, it := range tail[1:] {
-			m = min(m, it.CommitTs)
+		for i := b.sealedN + 1; i < b.n; i++ {
+			m = min(m, b.at(i).CommitTs)
 		}
 	}
 	return m, true

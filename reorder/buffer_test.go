@@ -203,7 +203,9 @@ func TestRandomAgainstModel(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		maxRows := 1 + rng.Intn(20)
 		maxBytes := int64(50 + rng.Intn(200))
-		b, err := New[int](Config{Partition: "p", MaxUnsealedRows: maxRows, MaxUnsealedBytes: maxBytes})
+		// Small chunks put chunk boundaries inside every seal, sort and drain.
+		shift := []uint{0, 1, 2, 3, defaultChunkShift}[rng.Intn(5)]
+		b, err := newBuffer[int](Config{Partition: "p", MaxUnsealedRows: maxRows, MaxUnsealedBytes: maxBytes}, shift)
 		require.NoError(t, err)
 		type mrow struct {
 			ts   uint64
@@ -316,4 +318,47 @@ func TestMinUnsealedTsAndCompaction(t *testing.T) {
 	}
 	require.Equal(t, 0, b.Len())
 	require.Equal(t, "table:42", b.Config().Partition)
+}
+
+// TestChunksRecycledAndNoGrowth (N9's storage): rows live in fixed chunks
+// that drains recycle: once warm, adding, sealing and draining a backlog
+// of several chunks (up to maxFreeChunks) allocates nothing, drained
+// chunks hold no references, and at most maxFreeChunks are kept.
+func TestChunksRecycledAndNoGrowth(t *testing.T) {
+	b, err := newBuffer[*int](Config{Partition: "p", MaxUnsealedRows: 1 << 20, MaxUnsealedBytes: 1 << 40}, 2)
+	require.NoError(t, err)
+	v := new(int)
+	dst := make([]Item[*int], 0, 64)
+	ts := uint64(1)
+	round := func() {
+		for i := 0; i < 4*maxFreeChunks-4; i++ { // several chunks
+			ts++
+			commit := ts
+			if i%5 == 2 {
+				commit-- // out of order: the seal sorts across chunks
+			}
+			if err := b.Add(commit, 1, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.SealCheckpoint(ts - 3); err != nil {
+			t.Fatal(err)
+		}
+		dst = b.Drain(dst[:0])
+	}
+	round()
+	round()
+	require.Equal(t, 0.0, testing.AllocsPerRun(20, round), "a warm buffer allocates nothing")
+	require.LessOrEqual(t, len(b.free), maxFreeChunks)
+	for _, c := range b.free {
+		for _, it := range c[:cap(c)] {
+			require.Nil(t, it.Value, "a recycled chunk keeps no payload")
+		}
+	}
+	require.NoError(t, b.SealCheckpoint(ts))
+	dst = b.Drain(dst[:0])
+	for i := 1; i < len(dst); i++ {
+		require.Equal(t, -1, less(dst[i-1], dst[i]), "(commit_ts, ordinal) order at %d", i)
+	}
+	require.Equal(t, 0, b.Len())
 }
