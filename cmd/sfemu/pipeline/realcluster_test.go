@@ -16,6 +16,11 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
+	"github.com/searchfabric/sfemu/fakeupstream/grpcserver"
+	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 )
 
 // TestRealCluster_MirrorEqualsAsOfTimestamp is the opt-in end-to-end test
@@ -39,6 +44,37 @@ func TestRealCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
 	if pdEnv == "" || dsn == "" {
 		t.Skip("real-cluster test: set SFEMU_TIDB_PD (PD endpoints, comma-separated) and SFEMU_TIDB_DSN (MySQL DSN of TiDB, e.g. root@tcp(127.0.0.1:4000)/) to run it; see README, real cluster")
 	}
+	testMirrorEqualsAsOf(t, strings.Split(pdEnv, ","), dsn)
+}
+
+// TestFakeCluster_MirrorEqualsAsOfTimestamp runs the real-cluster test's
+// body, unchanged, against the embedded cluster seen only from outside:
+// its PD and TiKV gRPC servers and its MySQL-protocol front
+// (fakeupstream/mysqlfront), so the opt-in test is known to work as
+// written and ConnectUpstream (ModeReal) runs in every `go test`.
+func TestFakeCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 11, RealClock: true, Feed: cdcfeed.Config{ResolvedTsIntervalMs: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := sqlfront.New(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := grpcserver.Start(c, grpcserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	my, err := mysqlfront.StartConfig(front, mysqlfront.Config{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer my.Close()
+	testMirrorEqualsAsOf(t, []string{srv.PDAddr()}, my.DSN(""))
+}
+
+func testMirrorEqualsAsOf(t *testing.T, pdAddrs []string, dsn string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	db, err := sql.Open("mysql", dsn)
@@ -58,7 +94,7 @@ func TestRealCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
 	defer func() { _, _ = db.ExecContext(context.Background(), "DROP DATABASE "+schema) }()
 	exec("CREATE TABLE " + schema + ".items (id BIGINT PRIMARY KEY, title VARCHAR(64) NOT NULL, price INT, amount DECIMAL(10,2), doc JSON, at DATETIME(3))")
 
-	up, err := ConnectUpstream(ctx, strings.Split(pdEnv, ","))
+	up, err := ConnectUpstream(ctx, pdAddrs)
 	if err != nil {
 		t.Fatal(err)
 	}
