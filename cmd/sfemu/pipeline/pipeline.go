@@ -157,7 +157,8 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 // meta keys at ts (0 = the upstream's current ts) read by snapshot, the
 // way a real cluster is read (SR1).
 func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64) ([]normalize.Table, error) {
-	if up.Mode() != ModeInProcess || up.SQL == nil {
+	viaCatalog := up.Mode() == ModeInProcess && up.SQL != nil
+	if !viaCatalog {
 		if ts == 0 {
 			var err error
 			if ts, err = up.CurrentTs(ctx); err != nil {
@@ -170,7 +171,7 @@ func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64
 		var ti *model.TableInfo
 		var dbID int64
 		var err error
-		if up.Mode() == ModeInProcess && up.SQL != nil {
+		if viaCatalog {
 			ti, dbID, err = up.SQL.TableInfo(ref.DB, ref.Table)
 		} else {
 			ti, dbID, err = schemastore.LookupTable(ctx, up.Snapshot(), ts, ref.DB, ref.Table)
@@ -239,9 +240,12 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		}
 		hold = startGCHold(keeper, gcfg)
 	}
+	// A start that fails after the hold was set keeps it when the emulator
+	// has stored progress (a previous run's; the hold now protects it, as
+	// after a fatal stop) and removes it otherwise (nothing depends on it).
 	fail := func(err error) (*Adapter, error) {
 		if hold != nil {
-			hold.stop(true)
+			_ = hold.stop(len(resume.Stored) == 0)
 		}
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -299,4 +300,97 @@ func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
 	if err := sup.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SR2: a start that fails after the hold was set removes it when nothing
+// is stored yet, and keeps it (now at the stored progress) when a
+// previous run left progress in the emulator.
+func TestWire_GCHoldOnFailedStart(t *testing.T) {
+	ctx := context.Background()
+	gcCfg := pd.ServiceSafePointConfig{ServiceID: "sfemu-gc-failed-start", TTL: time.Hour, RefreshEvery: 40 * time.Millisecond}
+	// A schema store that cannot open: its directory is a file.
+	broken := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.RemoveAll(filepath.Join(dir, "schemastore")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "schemastore"), []byte("not a dir"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// holdExists plays TiDB's GC worker with a target far ahead (which
+	// blocks any later start on this cluster): PD's minimum is then the
+	// adapter's hold if it exists.
+	holdExists := func(t *testing.T, up *Upstream) bool {
+		t.Helper()
+		pdc := up.PD.PD.PD()
+		far, err := up.CurrentTs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		far += 1 << 40
+		if _, err := pdc.UpdateServiceGCSafePoint(ctx, "gc_worker", 3600, far); err != nil {
+			t.Fatal(err)
+		}
+		min, err := pd.GCSafePoint(ctx, pdc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return min != far
+	}
+	openEmu := func(t *testing.T, dir string) *emulator.Emulator {
+		t.Helper()
+		emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { emu.Close() })
+		return emu
+	}
+
+	t.Run("nothing stored", func(t *testing.T) {
+		up := newWireUpstream(t, 10)
+		setupShop(t, ctx, up.SQL.NewSession(""))
+		dir := t.TempDir()
+		emu := openEmu(t, dir)
+		broken(t, dir)
+		if _, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
+			t.Fatal("started with a broken schema store dir")
+		}
+		if holdExists(t, up) {
+			t.Fatal("a failed first start left its hold")
+		}
+	})
+	t.Run("progress stored", func(t *testing.T) {
+		up := newWireUpstream(t, 11)
+		ss := up.SQL.NewSession("")
+		setupShop(t, ctx, ss)
+		dir := t.TempDir()
+		emu := openEmu(t, dir)
+		errBoom := errors.New("boom")
+		a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.Exec(ctx, "INSERT INTO shop.products VALUES (1, 'a', 1, 1)"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-a.Done():
+		case <-time.After(60 * time.Second): // hang guard
+			t.Fatal("the failing callback did not stop the adapter")
+		}
+		_ = a.Close()
+		// Remove the first run's hold, so only the failed start can set one.
+		if _, err := up.PD.PD.PD().UpdateServiceGCSafePoint(ctx, gcCfg.ServiceID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		broken(t, dir)
+		if _, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
+			t.Fatal("started with a broken schema store dir")
+		}
+		if !holdExists(t, up) {
+			t.Fatal("a failed restart over stored progress dropped the hold")
+		}
+	})
 }
