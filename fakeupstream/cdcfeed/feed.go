@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"sort"
 	"sync"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
@@ -43,10 +42,19 @@ type Config struct {
 	// ResolvedTsIntervalMs is the virtual time between resolved-ts rounds
 	// (TiKV's cdc.min-ts-interval; default 1000).
 	ResolvedTsIntervalMs int64
-	// MaxBatchRows caps the rows of one delivered Entries event (default 8).
+	// MaxBatchRows caps the rows of one delivered Entries event (default 8)
+	// while a subscription has at most 8*MaxBatchRows items queued; a longer
+	// queue (a bulk transaction) is delivered in events of up to
+	// min(queue/8, MaxBulkBatchRows) rows.
 	MaxBatchRows int
-	// ScanBatchRows caps the incremental-scan rows per delivery (default 4).
+	// MaxBulkBatchRows caps live events cut from a long queue (default 256).
+	MaxBulkBatchRows int
+	// ScanBatchRows is the incremental-scan rows per delivery of a small
+	// scan (default 4); a scan of more than 32*ScanBatchRows rows is cut
+	// into chunks of scan/32 rows, at most MaxScanBatchRows (default 1024).
 	ScanBatchRows int
+	// MaxScanBatchRows caps the chunk of a large incremental scan.
+	MaxScanBatchRows int
 	// HistoryRows is how many delivered rows each subscription remembers
 	// for DuplicateWindow (default 256).
 	HistoryRows int
@@ -59,8 +67,14 @@ func (c *Config) fill() {
 	if c.MaxBatchRows <= 0 {
 		c.MaxBatchRows = 8
 	}
+	if c.MaxBulkBatchRows < c.MaxBatchRows {
+		c.MaxBulkBatchRows = max(256, c.MaxBatchRows)
+	}
 	if c.ScanBatchRows <= 0 {
 		c.ScanBatchRows = 4
+	}
+	if c.MaxScanBatchRows < c.ScanBatchRows {
+		c.MaxScanBatchRows = max(1024, c.ScanBatchRows)
 	}
 	if c.HistoryRows <= 0 {
 		c.HistoryRows = 256
@@ -175,6 +189,7 @@ type downstream struct {
 	regVersion uint64
 	oldValue   bool
 	scan       []*cdcpb.Event_Row
+	scanChunk  int // rows per scan delivery
 	initSent   bool
 	queue      []item
 	closed     bool // no more live rows; queue drains then it is removed
@@ -373,36 +388,74 @@ func (f *Feed) register(s *Stream, req *cdcpb.ChangeDataRequest) {
 		oldValue: req.ExtraOp == kvrpcpb.ExtraOp_ReadOldValue,
 	}
 	d.scan = f.incrementalScan(d, rs, re, req.CheckpointTs)
+	d.scanChunk = min(max(f.cfg.ScanBatchRows, len(d.scan)/scanChunks), f.cfg.MaxScanBatchRows)
 	s.dss = append(s.dss, d)
 	f.byRegion[r.ID] = append(f.byRegion[r.ID], d)
 }
 
 // incrementalScan snapshots the observed range: PREWRITE rows for locks
 // and COMMITTED rows (with old values) for commits above checkpoint, in key
-// order, as TiKV's initializer does.
+// order, as TiKV's initializer does. Both scans come in key order, so they
+// are merged (a key's committed versions before its lock); rows are carved
+// out of slabs instead of being allocated one by one.
 func (f *Feed) incrementalScan(d *downstream, rs, re []byte, checkpoint uint64) []*cdcpb.Event_Row {
-	var rows []*cdcpb.Event_Row
-	for _, v := range f.b.Store.ScanVersions(rs, re, checkpoint, math.MaxUint64) {
-		row := &cdcpb.Event_Row{StartTs: v.StartTs, CommitTs: v.CommitTs, Type: cdcpb.Event_COMMITTED,
+	vs := f.b.Store.ScanVersions(rs, re, checkpoint, math.MaxUint64)
+	ls := f.b.Store.ScanLocks(rs, re, math.MaxUint64, 0)
+	locks := ls[:0]
+	for _, l := range ls {
+		if l.Op != mvcc.OpLock {
+			locks = append(locks, l)
+		}
+	}
+	n := len(vs) + len(locks)
+	if n == 0 {
+		return nil
+	}
+	rows := make([]*cdcpb.Event_Row, 0, n)
+	var slab []cdcpb.Event_Row
+	next := func() *cdcpb.Event_Row {
+		if len(slab) == 0 {
+			slab = make([]cdcpb.Event_Row, min(n-len(rows), scanSlabRows))
+		}
+		r := &slab[0]
+		slab = slab[1:]
+		return r
+	}
+	i, j := 0, 0
+	for i < len(vs) || j < len(locks) {
+		if j < len(locks) && (i == len(vs) || string(locks[j].Key) < string(vs[i].Key)) {
+			l := &locks[j]
+			j++
+			row := next()
+			*row = cdcpb.Event_Row{StartTs: l.StartTs, Type: cdcpb.Event_PREWRITE, OpType: opType(l.Op), Key: l.Key, Value: l.Value}
+			if d.oldValue {
+				row.OldValue = f.b.Store.LatestValue(l.Key)
+			}
+			rows = append(rows, row)
+			continue
+		}
+		v := &vs[i]
+		i++
+		row := next()
+		*row = cdcpb.Event_Row{StartTs: v.StartTs, CommitTs: v.CommitTs, Type: cdcpb.Event_COMMITTED,
 			OpType: opType(v.Op), Key: v.Key, Value: v.Value}
 		if d.oldValue {
 			row.OldValue = v.OldValue
 		}
 		rows = append(rows, row)
 	}
-	for _, l := range f.b.Store.ScanLocks(rs, re, math.MaxUint64, 0) {
-		if l.Op == mvcc.OpLock {
-			continue
-		}
-		row := &cdcpb.Event_Row{StartTs: l.StartTs, Type: cdcpb.Event_PREWRITE, OpType: opType(l.Op), Key: l.Key, Value: l.Value}
-		if d.oldValue {
-			row.OldValue = f.b.Store.LatestValue(l.Key)
-		}
-		rows = append(rows, row)
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return string(rows[i].Key) < string(rows[j].Key) })
 	return rows
 }
+
+// scanSlabRows is how many scan rows share one allocation.
+const scanSlabRows = 256
+
+// scanChunks is about how many deliveries a large scan is cut into, and
+// bulkChunks how many a long live queue is.
+const (
+	scanChunks = 32
+	bulkChunks = 8
+)
 
 func opType(op mvcc.Op) cdcpb.Event_Row_OpType {
 	switch op {
@@ -542,6 +595,9 @@ func (f *Feed) DuplicateWindow(regionID uint64, n int) int {
 	}
 	for _, d := range f.byRegion[regionID] {
 		h := d.history
+		if len(h) > f.cfg.HistoryRows {
+			h = h[len(h)-f.cfg.HistoryRows:]
+		}
 		if len(h) > n {
 			h = h[len(h)-n:]
 		}
@@ -756,27 +812,49 @@ func (f *Feed) collectReady() {
 	}
 }
 
+// entriesMessage is one delivered message of one Entries event, allocated
+// at once.
+type entriesMessage struct {
+	msg     cdcpb.ChangeDataEvent
+	evs     [1]*cdcpb.Event
+	ev      cdcpb.Event
+	wrap    cdcpb.Event_Entries_
+	entries cdcpb.Event_Entries
+}
+
+func (f *Feed) putEntries(d *downstream, rows []*cdcpb.Event_Row) {
+	m := &entriesMessage{}
+	m.entries.Entries = rows
+	m.wrap.Entries = &m.entries
+	m.ev = cdcpb.Event{RegionId: d.regionID, RequestId: d.reqID, Event: &m.wrap}
+	m.evs[0] = &m.ev
+	m.msg.Events = m.evs[:]
+	f.put(d.s, &m.msg)
+}
+
 func (f *Feed) deliver(d *downstream) {
-	ev := &cdcpb.Event{RegionId: d.regionID, RequestId: d.reqID}
 	if !d.initSent && !d.closed && (len(d.queue) == 0 || f.rng.Intn(3) != 0) {
 		// Next chunk of the incremental scan, INITIALIZED after the last.
-		n := min(f.cfg.ScanBatchRows, len(d.scan))
-		rows := append([]*cdcpb.Event_Row(nil), d.scan[:n]...)
-		d.scan = d.scan[n:]
-		if len(d.scan) == 0 {
+		n := min(max(d.scanChunk, 1), len(d.scan))
+		var rows []*cdcpb.Event_Row
+		if n == len(d.scan) {
+			rows = make([]*cdcpb.Event_Row, n, n+1)
+			copy(rows, d.scan)
 			rows = append(rows, &cdcpb.Event_Row{Type: cdcpb.Event_INITIALIZED})
 			d.initSent = true
 			d.scan = nil
+		} else {
+			rows = d.scan[:n:n]
+			d.scan = d.scan[n:]
 		}
-		ev.Event = &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows}}
-		f.put(d.s, &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{ev}})
+		f.putEntries(d, rows)
 		return
 	}
 	head := d.queue[0]
 	switch {
 	case head.err != nil:
 		d.queue = d.queue[1:]
-		ev.Event = &cdcpb.Event_Error{Error: head.err}
+		ev := &cdcpb.Event{RegionId: d.regionID, RequestId: d.reqID, Event: &cdcpb.Event_Error{Error: head.err}}
 		f.put(d.s, &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{ev}})
 	case head.row == nil:
 		d.queue = d.queue[1:]
@@ -785,21 +863,29 @@ func (f *Feed) deliver(d *downstream) {
 			f.put(d.s, &cdcpb.ChangeDataEvent{ResolvedTs: &cdcpb.ResolvedTs{Regions: []uint64{d.regionID}, Ts: head.resolved, RequestId: d.reqID}})
 		}
 	default:
-		limit := 1 + f.rng.Intn(f.cfg.MaxBatchRows)
-		var rows []*cdcpb.Event_Row
-		for len(d.queue) > 0 && d.queue[0].row != nil && len(rows) < limit {
-			rows = append(rows, d.queue[0].row)
-			d.queue[0] = item{}
-			d.queue = d.queue[1:]
+		most := f.cfg.MaxBatchRows
+		if len(d.queue) > bulkChunks*f.cfg.MaxBatchRows {
+			most = min(len(d.queue)/bulkChunks, f.cfg.MaxBulkBatchRows)
 		}
+		limit := 1 + f.rng.Intn(most)
+		n := 0
+		for n < len(d.queue) && n < limit && d.queue[n].row != nil {
+			n++
+		}
+		rows := make([]*cdcpb.Event_Row, n)
+		for i := range rows {
+			rows[i] = d.queue[i].row
+			d.queue[i] = item{}
+		}
+		d.queue = d.queue[n:]
 		if d.initSent {
+			// Trimmed only when twice the window: the copy is amortized.
 			d.history = append(d.history, rows...)
-			if over := len(d.history) - f.cfg.HistoryRows; over > 0 {
+			if over := len(d.history) - f.cfg.HistoryRows; over > f.cfg.HistoryRows {
 				d.history = append(d.history[:0:0], d.history[over:]...)
 			}
 		}
-		ev.Event = &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows}}
-		f.put(d.s, &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{ev}})
+		f.putEntries(d, rows)
 	}
 	if len(d.queue) == 0 {
 		d.queue = nil
