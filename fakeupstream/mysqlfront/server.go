@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -189,7 +190,7 @@ func (s *Server) newConn(nc net.Conn, id uint32) *conn {
 
 // panicHook, when set (by fuzz tests), sees a recovered panic so the test
 // fails instead of the connection just closing.
-var panicHook func(any)
+var panicHook atomic.Pointer[func(any)]
 
 // serve runs the handshake and then the command loop. Any protocol error
 // closes the connection after logging what and where (P4).
@@ -197,8 +198,8 @@ func (c *conn) serve() {
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.cfg.Logf("mysqlfront: conn %d (%s): internal error, closing: %v\n%s", c.id, c.nc.RemoteAddr(), r, debug.Stack())
-			if panicHook != nil {
-				panicHook(r)
+			if h := panicHook.Load(); h != nil {
+				(*h)(r)
 			}
 		}
 		c.close()
