@@ -63,12 +63,14 @@ type Upstream struct {
 	// PD is the PD client, region locator and client-go KV store
 	// (ModeWire and ModeReal).
 	PD *pd.Upstream
+	// Transport is the template of the gRPC sources' config (ModeWire and
+	// ModeReal); set it before starting an adapter. The fields
+	// pd.Upstream.NewSource fills (cluster id, locator, resolver, clock,
+	// GC check) are filled there.
+	Transport logpuller.TransportConfig
 
 	mode      Mode
 	endpoints []string
-	// Transport is the template of the gRPC sources' config (ModeWire and
-	// ModeReal); the fields pd.Upstream.NewSource fills are filled there.
-	Transport logpuller.TransportConfig
 
 	closeOnce sync.Once
 	closeErr  error
