@@ -29,6 +29,9 @@ type deliveredSet struct {
 	// chunks kept for reuse by the next rows (bounded, see prune).
 	spareRows  [][]deliveredRow
 	spareArena [][]byte
+	// the chunk lists of the last prune, reused by the next one.
+	outerRows  [][]deliveredRow
+	outerArena [][]byte
 }
 
 type deliveredRow struct {
@@ -42,9 +45,10 @@ const (
 	rowChunkLen     = 1 << rowChunkBits // rows per chunk (160 KiB)
 	arenaChunkLen   = 64 << 10          // key bytes per chunk
 	minSlots        = 64
-	maxSpareRows    = 8  // row chunks kept across prunes (~1.3 MiB)
-	maxSpareArena   = 16 // arena chunks kept across prunes (1 MiB)
-	slotsShrinkRows = 8  // shrink the index when it has 8x the slots it needs
+	maxSpareRows    = 8    // row chunks kept across prunes (~1.3 MiB)
+	maxSpareArena   = 16   // arena chunks kept across prunes (1 MiB)
+	slotsShrinkRows = 8    // shrink the index when it has 8x the slots it needs
+	slotsKeep       = 4096 // ... and more than this many
 	slotRowMask     = 1<<32 - 1
 )
 
@@ -179,30 +183,35 @@ func (d *deliveredSet) prune(ts uint64) {
 		return
 	}
 	oldRows, oldArena := d.rows, d.arena
-	d.rows, d.arena, d.n = nil, nil, 0
-	for _, chunk := range oldRows {
-		for j := range chunk {
-			r := chunk[j]
-			if r.commitTs <= ts {
-				continue
+	d.rows, d.arena, d.n = d.outerRows[:0], d.outerArena[:0], 0
+	if keep > 0 {
+		for _, chunk := range oldRows {
+			for j := range chunk {
+				r := chunk[j]
+				if r.commitTs <= ts {
+					continue
+				}
+				key := oldArena[r.chunk][r.off : r.off+r.len]
+				r.chunk, r.off = d.storeKey(key)
+				d.appendRow(r)
 			}
-			key := oldArena[r.chunk][r.off : r.off+r.len]
-			r.chunk, r.off = d.storeKey(key)
-			d.appendRow(r)
 		}
 	}
-	for _, c := range oldRows {
+	for i, c := range oldRows {
 		if len(d.spareRows) < maxSpareRows {
 			d.spareRows = append(d.spareRows, c[:0])
 		}
+		oldRows[i] = nil
 	}
-	for _, c := range oldArena {
+	for i, c := range oldArena {
 		if len(d.spareArena) < maxSpareArena && cap(c) == arenaChunkLen {
 			d.spareArena = append(d.spareArena, c[:0])
 		}
+		oldArena[i] = nil
 	}
+	d.outerRows, d.outerArena = oldRows[:0], oldArena[:0]
 	want := 2 * max(keep, 1)
-	if len(d.slots) > minSlots && len(d.slots) > slotsShrinkRows*want {
+	if len(d.slots) > slotsKeep && len(d.slots) > slotsShrinkRows*want {
 		d.slots = nil // release an index sized for a burst
 	}
 	d.resize(want)

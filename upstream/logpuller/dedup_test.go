@@ -84,7 +84,7 @@ func TestDeliveredSetMatchesModel(t *testing.T) {
 			if d.size() != len(model) {
 				t.Fatalf("seed %d round %d: size %d after prune(%d), model %d", seed, round, d.size(), pruned, len(model))
 			}
-			if len(d.slots) > slotsShrinkRows*2*max(len(model), 1) && len(d.slots) > minSlots {
+			if len(d.slots) > slotsShrinkRows*2*max(len(model), 1) && len(d.slots) > slotsKeep {
 				t.Fatalf("seed %d round %d: index keeps %d slots for %d rows", seed, round, len(d.slots), len(model))
 			}
 		}
