@@ -1,6 +1,10 @@
 package logpuller
 
-import "github.com/pingcap/kvproto/pkg/cdcpb"
+import (
+	"unsafe"
+
+	"github.com/pingcap/kvproto/pkg/cdcpb"
+)
 
 type matchKey struct {
 	startTs uint64
@@ -32,18 +36,41 @@ func rowCost(r *cdcpb.Event_Row) int { return len(r.Key) + len(r.Value) + len(r.
 // heartbeat, pessimistic lock refresh) never overwrites a real one. It
 // returns the change in held bytes.
 func (m *matcher) putPrewrite(r *cdcpb.Event_Row) int {
-	k := matchKey{startTs: r.StartTs, key: string(r.Key)}
-	old, exists := m.unmatched[k]
+	// Looked up without converting the key (no allocation); the map key of
+	// a new entry shares the copied bytes.
+	old, exists := m.unmatched[matchKey{startTs: r.StartTs, key: string(r.Key)}]
 	if exists && len(r.Value) == 0 {
 		return 0
 	}
 	delta := rowCost(r)
 	if exists {
-		delta -= len(k.key) + len(old.value) + len(old.oldValue) + 64
+		delta -= len(r.Key) + len(old.value) + len(old.oldValue) + 64
 	}
-	m.unmatched[k] = cachedPrewrite{value: cloneBytes(r.Value), oldValue: cloneBytes(r.OldValue)}
+	key, p := copyPrewrite(r)
+	m.unmatched[matchKey{startTs: r.StartTs, key: key}] = p
 	m.bytes += delta
 	return delta
+}
+
+// copyPrewrite copies the row's key, value and old value into one
+// allocation: the key comes back as a string (the map key) sharing those
+// bytes, which are never written again. Nil stays nil.
+func copyPrewrite(r *cdcpb.Event_Row) (string, cachedPrewrite) {
+	nk, nv := len(r.Key), len(r.Value)
+	buf := make([]byte, 0, nk+nv+len(r.OldValue))
+	buf = append(append(append(buf, r.Key...), r.Value...), r.OldValue...)
+	var key string
+	if nk > 0 {
+		key = unsafe.String(&buf[0], nk)
+	}
+	var p cachedPrewrite
+	if r.Value != nil {
+		p.value = buf[nk : nk+nv : nk+nv]
+	}
+	if r.OldValue != nil {
+		p.oldValue = buf[nk+nv:]
+	}
+	return key, p
 }
 
 // matchCommit fills a COMMIT row's value and old value from its PREWRITE.
