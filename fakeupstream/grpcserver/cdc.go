@@ -20,9 +20,23 @@ const (
 	StreamMultiplexing = "stream-multiplexing"
 )
 
-// maxEventsPerMessage caps how many cdcpb.Events one ChangeDataEvent
-// carries when consecutive feed deliveries are coalesced. (G57)
-const maxEventsPerMessage = 128
+// maxEventsPerMessage and maxMessagePayload cap how many cdcpb.Events
+// and about how many row bytes one ChangeDataEvent carries when consecutive
+// feed deliveries are coalesced; an event is never split. (G57)
+const (
+	maxEventsPerMessage = 128
+	maxMessagePayload   = 1 << 20
+)
+
+// eventPayload approximates an event's encoded size: its rows' bytes plus
+// a fixed cost per row.
+func eventPayload(e *cdcpb.Event) int {
+	n := 16
+	for _, r := range e.GetEntries().GetEntries() {
+		n += len(r.Key) + len(r.Value) + len(r.OldValue) + 24
+	}
+	return n
+}
 
 // cdcServer is one store's ChangeData service, backed by the cluster's CDC
 // feed (cdcfeed): every gRPC stream opens one feed stream to this store.
@@ -252,6 +266,7 @@ func (cn *conn) translate(local []*cdcpb.Event, evs []*cdcpb.ChangeDataEvent) []
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	var out []*cdcpb.ChangeDataEvent
+	lastBytes := 0 // payload of out[len(out)-1]
 	appendEvents := func(es ...*cdcpb.Event) {
 		for _, e := range es {
 			if !cn.mux {
@@ -259,11 +274,15 @@ func (cn *conn) translate(local []*cdcpb.Event, evs []*cdcpb.ChangeDataEvent) []
 					delete(cn.active, e.RegionId)
 				}
 			}
-			if n := len(out); n > 0 && out[n-1].ResolvedTs == nil && len(out[n-1].Events) < maxEventsPerMessage {
+			size := eventPayload(e)
+			if n := len(out); n > 0 && out[n-1].ResolvedTs == nil && len(out[n-1].Events) < maxEventsPerMessage &&
+				lastBytes+size <= maxMessagePayload {
 				out[n-1].Events = append(out[n-1].Events, e)
+				lastBytes += size
 				continue
 			}
 			out = append(out, &cdcpb.ChangeDataEvent{Events: []*cdcpb.Event{e}})
+			lastBytes = size
 		}
 	}
 	appendEvents(local...)
