@@ -1,9 +1,12 @@
 package mysqlfront
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -319,4 +322,94 @@ func TestDSNWithDatabase(t *testing.T) {
 	cfg, err := mysql.ParseDSN(f.srv.DSN("withdb"))
 	require.NoError(t, err)
 	require.True(t, cfg.InterpolateParams)
+}
+
+// command sends one command packet and returns the first answer packet.
+func (c *rawClient) command(cmd byte, body string) []byte {
+	c.t.Helper()
+	c.pio.seq = 0
+	require.NoError(c.t, c.pio.writeMessage(append([]byte{cmd}, body...)))
+	require.NoError(c.t, c.pio.flush())
+	m, err := c.pio.readMessage()
+	require.NoError(c.t, err)
+	return m
+}
+
+// P1, Q1: COM_PING, COM_INIT_DB, multi-statement queries with
+// MORE_RESULTS_EXISTS, COM_STMT_PREPARE refused, COM_QUIT closes.
+func TestRawCommands(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE raw")
+	c := dialRaw(t, f.srv.Addr())
+	require.Equal(t, byte(0x00), c.command(comPing, "")[0])
+	bad := c.command(comInitDB, "nope")
+	require.Equal(t, byte(0xff), bad[0])
+	require.Equal(t, uint16(ErBadDB), uint16(bad[1])|uint16(bad[2])<<8)
+	require.Equal(t, "#42000", string(bad[3:9]))
+	require.Equal(t, byte(0x00), c.command(comInitDB, "raw")[0])
+	require.Equal(t, [][][]byte{{[]byte("raw")}}, c.query("SELECT DATABASE()"))
+
+	// Two statements: an OK with MORE_RESULTS_EXISTS, then a result set.
+	ok := c.command(comQuery, "CREATE TABLE t (id INT PRIMARY KEY); SELECT 7")
+	require.Equal(t, byte(0x00), ok[0])
+	r := &reader{b: ok[1:], what: "ok"}
+	r.lenEncInt()
+	r.lenEncInt()
+	st := r.bytes(2)
+	require.NoError(t, r.err)
+	require.NotZero(t, uint16(st[0])|uint16(st[1])<<8&statusMoreResults, "MORE_RESULTS_EXISTS on the first result")
+	var rest [][]byte
+	for eofs := 0; eofs < 2; {
+		m, err := c.pio.readMessage()
+		require.NoError(t, err)
+		rest = append(rest, m)
+		if m[0] == 0xfe && len(m) < 9 {
+			eofs++
+		}
+	}
+	require.Len(t, rest, 5, "count, column, EOF, row, EOF")
+	require.Equal(t, []byte("\x017"), rest[len(rest)-2], "the row of SELECT 7")
+
+	ps := c.command(comStmtPrepare, "SELECT 1")
+	require.Equal(t, byte(0xff), ps[0])
+	require.Contains(t, string(ps), "interpolateParams=true")
+
+	c.pio.seq = 0
+	require.NoError(t, c.pio.writeMessage([]byte{comQuit}))
+	require.NoError(t, c.pio.flush())
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.pio.readMessage()
+	require.ErrorIs(t, err, io.EOF, "COM_QUIT closes the connection")
+}
+
+// P5: a client that answers for another auth plugin (mysql 8 clients
+// default to caching_sha2_password) is switched to mysql_native_password.
+func TestAuthSwitch(t *testing.T) {
+	f := startFront(t)
+	nc, err := net.Dial("tcp", f.srv.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	pio := &packetIO{r: bufio.NewReader(nc), w: bufio.NewWriter(nc), maxMessage: 1 << 24}
+	hs, err := pio.readMessage()
+	require.NoError(t, err)
+	require.Contains(t, string(hs), ServerVersion)
+	require.Contains(t, string(hs), nativePassword)
+	resp := appendUint32(nil, capProtocol41|capSecureConn|capPluginAuth)
+	resp = appendUint32(resp, 1<<24)
+	resp = append(resp, collationUTF8MB4Bin)
+	resp = append(resp, make([]byte, 23)...)
+	resp = append(resp, "root\x00"...)
+	resp = append(resp, 0)
+	resp = append(resp, "caching_sha2_password\x00"...)
+	require.NoError(t, pio.writeMessage(resp))
+	require.NoError(t, pio.flush())
+	sw, err := pio.readMessage()
+	require.NoError(t, err)
+	require.Equal(t, byte(0xfe), sw[0], "auth switch request")
+	require.Contains(t, string(sw), nativePassword)
+	require.NoError(t, pio.writeMessage(nil)) // empty password
+	require.NoError(t, pio.flush())
+	ok, err := pio.readMessage()
+	require.NoError(t, err)
+	require.Equal(t, byte(0x00), ok[0])
 }
