@@ -2,12 +2,14 @@ package mysqlfront
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -412,4 +414,76 @@ func TestAuthSwitch(t *testing.T) {
 	ok, err := pio.readMessage()
 	require.NoError(t, err)
 	require.Equal(t, byte(0x00), ok[0])
+}
+
+// R4: expression semantics of the evaluator, as the wire shows them.
+func TestExpressions(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE x")
+	mustExec(t, f.db, "CREATE TABLE x.t (id INT PRIMARY KEY, s VARCHAR(10) COLLATE utf8mb4_general_ci, b VARCHAR(10))")
+	mustExec(t, f.db, "INSERT INTO x.t VALUES (1, 'Abc', 'Abc'), (2, NULL, 'x_y')")
+	c := dialRaw(t, f.srv.Addr())
+	cases := []struct{ q, want string }{
+		{"SELECT NULL AND 0, NULL OR 1, NULL AND 1, NOT NULL", "0|1|NULL|NULL"},
+		{"SELECT 2 IN (1, NULL), 1 IN (1, NULL), 3 NOT IN (1, 2)", "NULL|1|1"},
+		{"SELECT 9223372036854775807 + 1, -9223372036854775808 - 1", "9223372036854775808|-9223372036854775809"},
+		{"SELECT 7 DIV 2, 7 % 0, 1 / 0, 7.5 % 2, -7 % 3", "3|NULL|NULL|1.5|-1"},
+		{"SELECT 1.10 + 2.205, 0.1 + 0.2 = 0.3, 1e0 + 1", "3.305|1|2"},
+		{"SELECT 'a' = 'A', 10 = '10abc', 2 BETWEEN 1 AND 3", "0|1|1"},
+		{"SELECT IFNULL(NULL, 'd'), COALESCE(NULL, NULL, 3), IF(0, 'y', 'n'), ABS(-4)", "d|3|n|4"},
+		{"SELECT id FROM x.t WHERE s = 'abc'", "1"},       // _ci column
+		{"SELECT COUNT(*) FROM x.t WHERE b = 'abc'", "0"}, // _bin column
+		{"SELECT id FROM x.t WHERE b LIKE 'x\\_%'", "2"},
+		{"SELECT id, s IS NULL FROM x.t ORDER BY s", "2|1"}, // NULL sorts first; first row only
+		{"SELECT LENGTH('é'), CHAR_LENGTH('é'), UPPER('ab'), CONCAT('a', 1, 2.50)", "2|1|AB|a12.50"},
+		{"SELECT TIDB_PARSE_TSO(0), TIDB_PARSE_TSO(446710992076800000)", "NULL|2024-01-01 00:00:00.000000"},
+	}
+	for _, tc := range cases {
+		rows := c.query(tc.q)
+		require.NotEmpty(t, rows, tc.q)
+		var cells []string
+		for _, b := range rows[0] {
+			if b == nil {
+				cells = append(cells, "NULL")
+			} else {
+				cells = append(cells, string(b))
+			}
+		}
+		require.Equal(t, tc.want, strings.Join(cells, "|"), tc.q)
+	}
+}
+
+// P2: a message longer than one packet is split into 0xffffff-byte packets
+// and joined again on read.
+func TestPacketSplitting(t *testing.T) {
+	var buf bytes.Buffer
+	w := &packetIO{w: bufio.NewWriter(&buf)}
+	msg := bytes.Repeat([]byte{'a'}, maxPayload+10)
+	require.NoError(t, w.writeMessage(msg))
+	require.NoError(t, w.writeMessage([]byte("next")))
+	require.NoError(t, w.flush())
+	raw := buf.Bytes()
+	require.Equal(t, []byte{0xff, 0xff, 0xff, 0}, raw[:4])
+	require.Equal(t, []byte{10, 0, 0, 1}, raw[4+maxPayload:8+maxPayload])
+	r := &packetIO{r: bufio.NewReader(bytes.NewReader(raw)), maxMessage: 64 << 20}
+	got, err := r.readMessage()
+	require.NoError(t, err)
+	require.Equal(t, msg, got)
+	got, err = r.readMessage()
+	require.NoError(t, err)
+	require.Equal(t, "next", string(got))
+	require.Equal(t, uint8(3), r.seq)
+}
+
+// P6: Close ends open connections and is idempotent; later dials fail.
+func TestCloseEndsConnections(t *testing.T) {
+	f := startFront(t)
+	c := dialRaw(t, f.srv.Addr())
+	require.NoError(t, f.srv.Close())
+	require.NoError(t, f.srv.Close())
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.pio.readMessage()
+	require.Error(t, err)
+	_, err = net.DialTimeout("tcp", f.srv.Addr(), time.Second)
+	require.Error(t, err)
 }
