@@ -1,7 +1,6 @@
 package mysqlfront
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -846,6 +845,3 @@ func datetimeVal(ms int64, fsp int) val {
 	t := value.TimeFromGo(unixMilliUTC(ms), mysql.TypeDatetime, fsp)
 	return val{k: vStr, s: string(t.AppendText(nil)), tp: mysql.TypeDatetime, scale: fsp}
 }
-
-// bytesOf is the raw bytes of a string-ish value.
-func bytesOf(v val) []byte { return bytes.Clone([]byte(v.s)) }

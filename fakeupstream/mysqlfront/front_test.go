@@ -124,6 +124,14 @@ func TestTransactions(t *testing.T) {
 	mustExec(t, tx, "UPDATE tx.t SET v = 20 WHERE id = 2")
 	require.NoError(t, tx.Commit())
 	require.Equal(t, [][]string{{"1", "1"}, {"2", "20"}}, queryStrings(t, f.db, "SELECT id, v FROM tx.t ORDER BY id"))
+	// D1: an expression UPDATE is evaluated here only outside a transaction.
+	tx, err = f.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "UPDATE tx.t SET v = v % 7 WHERE id % 2 = 0")
+	requireMySQLError(t, err, ErNotSupportedYet)
+	require.NoError(t, tx.Rollback())
+	mustExec(t, f.db, "UPDATE tx.t SET v = v % 7 WHERE id % 2 = 0")
+	require.Equal(t, [][]string{{"1", "1"}, {"2", "6"}}, queryStrings(t, f.db, "SELECT id, v FROM tx.t ORDER BY id"))
 
 	conn, err := f.db.Conn(ctx)
 	require.NoError(t, err)
@@ -205,7 +213,7 @@ func TestInformationSchemaTableID(t *testing.T) {
 	require.Equal(t, [][]string{{"tidb_ddl_history"}, {"tidb_ddl_job"}}, queryStrings(t, f.db, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'mysql' ORDER BY table_name"))
 }
 
-// E1, E2, P5: errors come back as *mysql.MySQLError with MySQL's codes.
+// E1, E2, P5, Q4: errors come back as *mysql.MySQLError with MySQL's codes.
 func TestErrors(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE e")
@@ -337,8 +345,9 @@ func (c *rawClient) command(cmd byte, body string) []byte {
 	return m
 }
 
-// P1, Q1: COM_PING, COM_INIT_DB, multi-statement queries with
-// MORE_RESULTS_EXISTS, COM_STMT_PREPARE refused, COM_QUIT closes.
+// P1, Q1, Q2, Q4: COM_PING, COM_INIT_DB, multi-statement queries with
+// MORE_RESULTS_EXISTS, IN_TRANS status, COM_RESET_CONNECTION,
+// COM_STMT_PREPARE refused, COM_QUIT closes.
 func TestRawCommands(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE raw")
@@ -371,6 +380,27 @@ func TestRawCommands(t *testing.T) {
 	}
 	require.Len(t, rest, 5, "count, column, EOF, row, EOF")
 	require.Equal(t, []byte("\x017"), rest[len(rest)-2], "the row of SELECT 7")
+
+	status := func(ok []byte) uint16 {
+		require.Equal(t, byte(0x00), ok[0], "%s", ok)
+		r := &reader{b: ok[1:], what: "ok"}
+		r.lenEncInt()
+		r.lenEncInt()
+		st := r.bytes(2)
+		require.NoError(t, r.err)
+		return uint16(st[0]) | uint16(st[1])<<8
+	}
+	require.Equal(t, statusAutocommit|statusInTrans, status(c.command(comQuery, "BEGIN")))
+	require.Equal(t, statusAutocommit|statusInTrans, status(c.command(comQuery, "INSERT INTO t VALUES (1)")))
+	require.Equal(t, statusAutocommit, status(c.command(comQuery, "COMMIT")))
+	require.Equal(t, uint16(0), status(c.command(comQuery, "SET autocommit = 0")))
+
+	require.Equal(t, byte(0x00), c.command(comQuery, "SET @@my_var = 3")[0])
+	require.Equal(t, [][][]byte{{[]byte("3")}}, c.query("SELECT @@my_var"))
+	require.Equal(t, statusAutocommit, status(c.command(comResetConnect, "")))
+	unk := c.command(comQuery, "SELECT @@my_var")
+	require.Equal(t, byte(0xff), unk[0], "reset forgets session variables")
+	require.Equal(t, [][][]byte{{[]byte("raw")}}, c.query("SELECT DATABASE()"), "reset keeps the database")
 
 	ps := c.command(comStmtPrepare, "SELECT 1")
 	require.Equal(t, byte(0xff), ps[0])
