@@ -169,7 +169,7 @@ func cpuTime() int64 {
 // fsyncs each batch: the bridge's control path as the catch-up runs it.
 // Only the checkpoint is timed.
 func BenchmarkBridgeBacklogEmulator(b *testing.B) {
-	for _, rows := range []int{DefaultMaxBatchRows, 8192} {
+	for _, rows := range []int{1024, DefaultMaxBatchRows} {
 		b.Run(fmt.Sprintf("batch=%d", rows), func(b *testing.B) {
 			emu, err := emulator.Open(filepath.Join(b.TempDir(), "emu"), emulator.Options{})
 			if err != nil {

@@ -22,7 +22,7 @@ const (
 	DefaultMaxUnsealedRows    = 100_000
 	DefaultMaxUnsealedBytes   = 64 << 20
 	DefaultBackpressureWindow = 5 * time.Second
-	DefaultMaxBatchRows       = 1024
+	DefaultMaxBatchRows       = 8192
 	DefaultMaxBatchBytes      = 8 << 20
 )
 
@@ -479,6 +479,9 @@ func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, dd
 	defer func() {
 		clear(p.drained) // release slab memory
 		p.drained = p.drained[:0]
+		if cap(p.drained) > 4*b.cfg.MaxBatchRows {
+			p.drained = nil // a backlog's drain: do not keep its array
+		}
 	}()
 	if len(p.drained) == 0 {
 		return nil
