@@ -137,6 +137,7 @@ type Buffer[T any] struct {
 	n        int         // live rows
 	sealedN  int         // the first sealedN live rows are sealed
 	dirty    bool
+	lastTs   uint64 // commit_ts of the last arrival
 	next     uint64 // next arrival ordinal
 	free     [][]Item[T]
 
@@ -191,9 +192,10 @@ func (b *Buffer[T]) Add(commitTs uint64, size int64, v T) error {
 	if err := b.wouldOverflow(size); err != nil {
 		return err
 	}
-	if b.n > b.sealedN && commitTs < b.at(b.n-1).CommitTs {
+	if b.n > b.sealedN && commitTs < b.lastTs {
 		b.dirty = true
 	}
+	b.lastTs = commitTs
 	last := len(b.chunks) - 1
 	if last < 0 || len(b.chunks[last]) == b.chunkCap {
 		b.chunks = append(b.chunks, b.newChunk())
@@ -284,6 +286,7 @@ func (b *Buffer[T]) seal(ts uint64) {
 	if b.dirty {
 		b.sortTail()
 		b.dirty = false
+		b.lastTs = b.at(b.n - 1).CommitTs // the tail's largest, now last
 	}
 	i := b.sealedN
 	for i < b.n {
