@@ -484,3 +484,64 @@ func TestDocumentsCarryOnlyConfiguredFields(t *testing.T) {
 	sort.Strings(names)
 	require.Equal(t, []string{"_id", "f0", "f1"}, names)
 }
+
+// Rule T-A4: ApplyConcurrent matches what Apply matches for the same ops,
+// with repeated keys (the last op of a key wins, also across a delete) and
+// deletes spread over the parts; a bad op anywhere rejects every part.
+// Seeded.
+func TestApplyConcurrentMatchesApply(t *testing.T) {
+	s := seed(t)
+	r := rand.New(rand.NewSource(s))
+	vocab := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
+	serial := mustOpen(t, "", "a", "b")
+	conc := mustOpen(t, "", "a", "b")
+	for round := 0; round < 20; round++ {
+		var ops []Op
+		for i := 0; i < 50+r.Intn(300); i++ {
+			pk := "k" + strconv.Itoa(r.Intn(120))
+			if r.Intn(4) == 0 {
+				ops = append(ops, Op{PK: pk, Delete: true})
+				continue
+			}
+			f := map[string]string{}
+			for _, name := range []string{"a", "b"} {
+				if r.Intn(3) == 0 {
+					continue
+				}
+				var words []string
+				for w := 0; w < 1+r.Intn(3); w++ {
+					words = append(words, vocab[r.Intn(len(vocab))])
+				}
+				f[name] = strings.Join(words, " ")
+			}
+			ops = append(ops, Op{PK: pk, Fields: f})
+		}
+		ways := 2 + r.Intn(3)
+		require.NoError(t, serial.Apply(ops), "seed %d round %d", s, round)
+		require.NoError(t, conc.ApplyConcurrent(ops, ways), "seed %d round %d ways %d", s, round, ways)
+		ns, err := serial.Count()
+		require.NoError(t, err)
+		nc, err := conc.Count()
+		require.NoError(t, err)
+		require.Equal(t, ns, nc, "seed %d round %d", s, round)
+		for _, q := range vocab {
+			hs, err := serial.Search(q, nil, 1000, nil)
+			require.NoError(t, err)
+			hc, err := conc.Search(q, nil, 1000, nil)
+			require.NoError(t, err)
+			want, got := pks(hs), pks(hc)
+			sort.Strings(want)
+			sort.Strings(got)
+			require.Equal(t, want, got, "seed %d round %d query %q", s, round, q)
+		}
+	}
+	// T-A3 holds across parts: the bad op is last, the others would land
+	// in other parts; nothing is applied.
+	before, err := conc.Count()
+	require.NoError(t, err)
+	bad := []Op{up("new1", "a", "zulu"), up("new2", "a", "zulu"), up("new3", "a", "zulu"), {PK: "", Fields: map[string]string{"a": "zulu"}}}
+	require.ErrorContains(t, conc.ApplyConcurrent(bad, 3), "empty primary key")
+	after, err := conc.Count()
+	require.NoError(t, err)
+	require.Equal(t, before, after, "a rejected concurrent apply changed the index")
+}
