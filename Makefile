@@ -3,12 +3,12 @@ GO       ?= go
 BIN      := bin
 DATA_DIR ?= var/sfemu
 # Packages with goroutines or shared state get a second pass under -race.
-RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./cmd/...
+RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./cmd/... ./e2e/...
 FUZZTIME ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 
-.PHONY: all build run test test-short fmt-check vet bench fuzz proto clean
+.PHONY: all build run test test-short fmt-check vet bench fuzz proto clean realcluster-selftest
 
 all: build
 
@@ -29,6 +29,14 @@ vet:
 test: fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(MAKE) realcluster-selftest
+
+# The opt-in real-cluster suites (they skip unless SFEMU_TIDB_PD and
+# SFEMU_TIDB_DSN name a TiDB cluster) run here against the embedded upstream
+# seen only from outside: its PD/TiKV gRPC servers and its MySQL front, the
+# same clients a real cluster gets.
+realcluster-selftest:
+	GO=$(GO) bash .ci/realcluster-selftest.sh
 
 bench:
 	bash .ci/bench.sh
