@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -86,7 +87,10 @@ func (p *pdServer) Tso(stream pdpb.PD_TsoServer) error {
 		if n == 0 || n > maxTSOCount {
 			return status.Errorf(codes.InvalidArgument, "tso request count %d is outside 1..%d", n, maxTSOCount)
 		}
-		last := p.allocTSO(n)
+		last, err := p.allocTSO(n)
+		if err != nil {
+			return status.Errorf(codes.Unavailable, "tso: %v", err)
+		}
 		resp := &pdpb.TsoResponse{Header: p.header(), Count: n, Timestamp: &pdpb.Timestamp{
 			Physical: int64(last >> 18), Logical: int64(last & (1<<18 - 1)),
 		}}
@@ -102,11 +106,16 @@ const maxTSOCount = 1 << 16
 
 // allocTSO takes n consecutive timestamps from the cluster oracle and
 // returns the last. If the physical part moves inside the batch, the batch
-// restarts from there so all n share one physical part.
-func (p *pdServer) allocTSO(n uint32) uint64 {
+// restarts from there so all n share one physical part. An oracle that
+// failed (its durable high-water mark could not be saved) hands out 0: that
+// is an error to the client, never a timestamp.
+func (p *pdServer) allocTSO(n uint32) (uint64, error) {
 	o := p.s.c.Oracle()
 	for {
 		first := o.Next()
+		if first == 0 {
+			return 0, fmt.Errorf("the cluster's oracle stopped: %v", o.Err())
+		}
 		last := first
 		ok := true
 		for i := uint32(1); i < n; i++ {
@@ -118,7 +127,7 @@ func (p *pdServer) allocTSO(n uint32) uint64 {
 			last = t
 		}
 		if ok {
-			return last
+			return last, nil
 		}
 	}
 }

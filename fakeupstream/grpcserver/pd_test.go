@@ -1,6 +1,7 @@
 package grpcserver
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -189,4 +190,22 @@ func TestPDClusterIDHeader(t *testing.T) {
 	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 1 << 20}))
 	_, err = ts.Recv()
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+// TestPDTsoOracleFailure: when the oracle stops (its durable high-water
+// mark could not be saved) a TSO request gets an error naming why, never a
+// zero timestamp and never a server spinning on the batch. (G12)
+func TestPDTsoOracleFailure(t *testing.T) {
+	c, s := startCluster(t, fakeupstream.Config{Seed: 1})
+	c.Oracle().SetWindow(c.Oracle().Peek(), 1, func(uint64) error { return errors.New("disk full") })
+	cc, err := grpc.NewClient(s.PDAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	ctx := testCtx(t)
+	ts, err := pdpb.NewPDClient(cc).Tso(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ts.Send(&pdpb.TsoRequest{Header: &pdpb.RequestHeader{ClusterId: s.ClusterID()}, Count: 8}))
+	_, err = ts.Recv()
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.ErrorContains(t, err, "disk full")
 }
