@@ -286,3 +286,39 @@ func TestKVStoreSnapshotAndLocks(t *testing.T) {
 		t.Fatalf("scan below GC: %v", err)
 	}
 }
+
+// P13: a lock of another table in the same region stalls the region's
+// resolved ts as much as one in the span, so lock resolution scans the
+// whole region, not only the span's part of it.
+func TestResolveLocksCoversTheWholeRegion(t *testing.T) {
+	c, _, cli := start(t)
+	ctx := testCtx(t)
+	kv, err := pd.OpenKVStore(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kv.Close() })
+	// Tables 8 and 9 share the one region; the span is table 9's records.
+	other := tablecodec.EncodeIntRecordKey(nil, 8, 1)
+	txn := c.Begin()
+	txn.Set(other, []byte("abandoned"))
+	if err := txn.Prewrite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Advance(time.Second); err != nil { // TTL expires
+		t.Fatal(err)
+	}
+	p := tablecodec.EncodeRecordPrefix(nil, 9)
+	span := kvevent.Span{StartKey: codec.EncodeBytes(nil, p), EndKey: codec.EncodeBytes(nil, tablecodec.PrefixNext(p))}
+	region := c.LocateRaw(p)
+	if c.LocateRaw(other).ID != region.ID {
+		t.Fatal("test setup: the two tables are not in one region")
+	}
+	task := logpuller.LockResolveTask{RegionID: region.ID, Span: span, TargetTs: c.Oracle().Next()}
+	if err := kv.ResolveLocks(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if locks := c.ScanLocks(nil, nil, ^uint64(0)); len(locks) != 0 {
+		t.Fatalf("a lock outside the span but inside the region was left: %v", locks)
+	}
+}

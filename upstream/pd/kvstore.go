@@ -105,16 +105,26 @@ func (k *KVStore) Scan(ctx context.Context, start, end []byte, ts uint64, limit 
 // GCSafePoint returns the cluster's GC safe point bound (P3).
 func (k *KVStore) GCSafePoint(ctx context.Context) (uint64, error) { return GCSafePoint(ctx, k.pd.pd) }
 
-// ResolveLocks scans the locks of the task's range with start ts below the
-// target and hands them to client-go's lock resolver, which checks each
+// ResolveLocks scans the locks of the task's region with start ts below
+// the target and hands them to client-go's lock resolver, which checks each
 // transaction's status and commits or rolls back its locks (P11, facts §3).
-// The range is comparable; region lookups here use raw keys.
+// The whole region is scanned, as TiCDC does, not only the part the span
+// covers: TiKV's resolved ts of a region waits for every lock in it, so a
+// lock of another table sharing the region stalls the span just the same
+// (P13). When the region id is no longer known (split or merged since),
+// the task's span is scanned instead. The span is comparable; region
+// lookups here use raw keys.
 func (k *KVStore) ResolveLocks(ctx context.Context, task logpuller.LockResolveTask) error {
 	start, end, err := rawRange(task.Span)
 	if err != nil {
 		return fmt.Errorf("pd: resolve locks of region %d: %w", task.RegionID, err)
 	}
 	bo := tikv.NewGcResolveLockMaxBackoffer(ctx)
+	if loc, err := k.store.GetRegionCache().LocateRegionByID(bo, task.RegionID); err == nil && loc != nil &&
+		bytes.Compare(loc.StartKey, start) <= 0 && (len(loc.EndKey) == 0 || (len(end) > 0 && bytes.Compare(end, loc.EndKey) <= 0)) {
+		// The region still holds the span: widen to all of it.
+		start, end = loc.StartKey, loc.EndKey
+	}
 	key := start
 	for {
 		loc, err := k.store.GetRegionCache().LocateKey(bo, key)
