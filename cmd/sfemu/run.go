@@ -27,7 +27,10 @@ import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/grpcapi"
 	"github.com/searchfabric/sfemu/emulator/httpapi"
+	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/demo"
+	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
+	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
@@ -47,7 +50,8 @@ type runConfig struct {
 	DDLEvery       int           `json:"ddl_every"`
 	StatusInterval time.Duration `json:"status_interval"`
 	Token          string        `json:"token"`
-	Keep           bool          `json:"keep"`
+	Fresh          bool          `json:"fresh"`
+	MySQL          string        `json:"mysql"`
 	InProcess      bool          `json:"in_process"`
 	PDTimeout      time.Duration `json:"pd_timeout"`
 }
@@ -57,6 +61,7 @@ func defaultRunConfig() runConfig {
 		DataDir:        "./var/sfemu",
 		HTTP:           "127.0.0.1:8080",
 		GRPC:           "127.0.0.1:9090",
+		MySQL:          "127.0.0.1:4000",
 		Seed:           1,
 		Rate:           200,
 		DDLEvery:       2000,
@@ -72,10 +77,13 @@ func newRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "run the emulator and the Mini-CDC adapter (embedded demo upstream, or a real TiDB cluster with --pd)",
 		Long: `Embedded mode (the default) starts, in one process:
-  - an embedded TiKV-style cluster with a SQL front (in memory), and its PD
-    and TiKV gRPC servers on loopback ports chosen at start,
+  - an embedded TiKV-style cluster with a SQL front, persisted under
+    <data-dir>/upstream, and its PD and TiKV gRPC servers on loopback ports
+    chosen at start; a MySQL-protocol front on --mysql (default
+    127.0.0.1:4000: mysql -h 127.0.0.1 -P 4000 -u root),
   - the demo schema: demo.products (text, vector, numeric and JSON columns)
-    and demo.events (hash-partitioned, 4 partitions),
+    and demo.events (hash-partitioned, 4 partitions), created on the first
+    run only,
   - a steady demo workload (inserts, updates, deletes, an occasional DDL),
   - the Mini-CDC adapter mirroring both tables into collections
     demo.products and demo.events; it reads the embedded cluster over gRPC
@@ -86,6 +94,11 @@ func newRunCmd() *cobra.Command {
     API on loopback, plus POST /upstream/sql to change the upstream,
     GET /admin/check (collections vs the upstream read by snapshot) and
     POST /admin/restart-adapter.
+Stopping it (Ctrl-C, or a crash) and running it again on the same data dir
+resumes: the upstream reopens with every acknowledged commit, the workload
+continues its ids, and the adapter resumes from the collections' stored
+progress with the next epoch. --fresh removes the data dir's previous state
+first.
 
 Real-cluster mode (--pd host:port[,host:port] --tables db.t1,db.t2) connects
 to a TiDB cluster's PD instead: no embedded cluster, no demo workload, no
@@ -115,10 +128,11 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, keep, in_process, pd_timeout); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, fresh, in_process, pd_timeout); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
+	f.StringVar(&cfg.MySQL, "mysql", cfg.MySQL, "embedded mode: MySQL-protocol front of the embedded upstream (an empty host binds 127.0.0.1); empty disables it")
 	f.StringVar(&cfg.PD, "pd", cfg.PD, "real-cluster mode: PD addresses, host:port[,host:port...] (requires --tables)")
 	f.StringVar(&cfg.Tables, "tables", cfg.Tables, "real-cluster mode: tables to mirror, db.t1,db.t2 (collection names db.t1, db.t2)")
 	f.Uint64Var(&cfg.StartTs, "start-ts", cfg.StartTs, "real-cluster mode: ts to start from when the data dir has no stored progress (0 = now); must be at or above the GC safe point")
@@ -129,7 +143,7 @@ errors) go to <data-dir>/client.log.`,
 	f.IntVar(&cfg.DDLEvery, "ddl-every", cfg.DDLEvery, "embedded mode: one demo DDL every N transactions (0 = none)")
 	f.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "time between status lines")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none)")
-	f.BoolVar(&cfg.Keep, "keep", cfg.Keep, "embedded mode: keep an existing data dir (by default a previous run's state is removed: the embedded upstream lives in memory, so that state belongs to an upstream that no longer exists); real-cluster mode always keeps it")
+	f.BoolVar(&cfg.Fresh, "fresh", cfg.Fresh, "embedded mode: remove the data dir's previous state (upstream, collections, schema store) and start over; without it a run resumes where the previous one stopped")
 	return cmd
 }
 
@@ -182,7 +196,8 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("ddl-every", func() { merged.DDLEvery = cfg.DDLEvery })
 	set("status-interval", func() { merged.StatusInterval = cfg.StatusInterval })
 	set("token", func() { merged.Token = cfg.Token })
-	set("keep", func() { merged.Keep = cfg.Keep })
+	set("fresh", func() { merged.Fresh = cfg.Fresh })
+	set("mysql", func() { merged.MySQL = cfg.MySQL })
 	set("in-process", func() { merged.InProcess = cfg.InProcess })
 	set("pd-timeout", func() { merged.PDTimeout = cfg.PDTimeout })
 	*cfg = merged
@@ -199,6 +214,12 @@ type session struct {
 	demo   bool
 	// gc is the service GC safe point config of the adapter.
 	gc pd.ServiceSafePointConfig
+	// mysql is the embedded upstream's MySQL front (nil: none); it stops
+	// with the workload, before the adapter.
+	mysql *mysqlfront.Server
+	// restored is what the embedded upstream found in its dir (nil in
+	// real-cluster mode).
+	restored *fakeupstream.RestoreStats
 }
 
 // runMain checks the flags, picks the mode and runs it.
@@ -206,10 +227,6 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = 5 * time.Second
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return err
-	}
-	initClientLog(cfg.DataDir)
 	if cfg.PD == "" {
 		switch {
 		case cfg.Tables != "":
@@ -217,41 +234,126 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 		case cfg.StartTs != 0:
 			return errors.New("--start-ts needs --pd: the embedded mode starts from its stored progress or now")
 		}
-		return runEmbedded(ctx, cfg, out)
-	}
-	if cfg.InProcess {
-		return errors.New("--in-process reads the embedded cluster; it cannot be combined with --pd")
-	}
-	return runReal(ctx, cfg, out)
-}
-
-func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
-	if !cfg.Keep {
-		for _, sub := range []string{"emulator", "schemastore", dataDirMarker} {
-			p := filepath.Join(cfg.DataDir, sub)
-			if _, err := os.Stat(p); err == nil {
-				fmt.Fprintf(out, "sfemu: removing %s from a previous run (the embedded upstream is in memory; --keep keeps it)\n", p)
-				if err := os.RemoveAll(p); err != nil {
-					return err
-				}
-			}
+	} else {
+		switch {
+		case cfg.InProcess:
+			return errors.New("--in-process reads the embedded cluster; it cannot be combined with --pd")
+		case cfg.Fresh:
+			return errors.New("--fresh removes the embedded upstream's state; real-cluster mode (--pd) never removes state: use another --data-dir to start over")
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return err
 	}
-	if err := bindDataDir(cfg.DataDir, dataDirOwner{Mode: "embedded"}); err != nil {
-		return err
-	}
-	up, err := pipeline.NewUpstream(ctx, pipeline.UpstreamConfig{Seed: cfg.Seed, RealClock: true, Wire: !cfg.InProcess})
+	// One sfemu per data dir: the lock is held until the process exits
+	// (closing the file releases it), before anything is removed or opened.
+	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	defer up.Close()
-	if err := demo.Setup(ctx, up.SQL.NewSession("")); err != nil {
+	defer unlock()
+	initClientLog(cfg.DataDir)
+	if cfg.PD == "" {
+		return runEmbedded(ctx, cfg, out)
+	}
+	return runReal(ctx, cfg, out)
+}
+
+// upstreamDir is where the embedded mode persists its upstream.
+const upstreamDir = "upstream"
+
+// stateDirs are the data dir's entries that hold a run's state.
+var stateDirs = []string{"emulator", "schemastore", upstreamDir, dataDirMarker}
+
+// removeState removes the data dir's previous state (--fresh) and says so
+// in one line.
+func removeState(dir string, out io.Writer) error {
+	var removed []string
+	for _, sub := range stateDirs {
+		p := filepath.Join(dir, sub)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+		removed = append(removed, sub)
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(out, "sfemu: --fresh: removed the previous state of %s (%s)\n", dir, strings.Join(removed, ", "))
+	}
+	return nil
+}
+
+// checkEmbeddedState refuses a data dir whose collections came from an
+// embedded upstream that was not persisted (sfemu before the upstream was
+// durable kept it in memory): that upstream is gone, so the stored
+// progress points into a history nothing can replay.
+func checkEmbeddedState(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, upstreamDir, kvlog.FileName)); err == nil {
+		return nil
+	}
+	for _, sub := range []string{"emulator", "schemastore"} {
+		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
+			return fmt.Errorf("data dir %s holds %s/ but no %s/: its collections came from an in-memory embedded upstream (an earlier sfemu) that no longer exists, so they cannot resume: run with --fresh to remove that state and start over",
+				dir, sub, upstreamDir)
+		}
+	}
+	return nil
+}
+
+// runEmbedded runs the embedded upstream, persisted under
+// <data-dir>/upstream: a data dir from an earlier run resumes (the
+// upstream reopens with its acknowledged commits, the demo schema is kept,
+// the workload continues its ids, the adapter resumes from the stored
+// progress with the next epoch); --fresh starts over.
+func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
+	if cfg.Fresh {
+		if err := removeState(cfg.DataDir, out); err != nil {
+			return err
+		}
+	}
+	if err := bindDataDir(cfg.DataDir, dataDirOwner{Mode: "embedded"}); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, out, session{up: up, tables: demoTables, demo: true, gc: gcConfig(cfg.DataDir)})
+	if err := checkEmbeddedState(cfg.DataDir); err != nil {
+		return err
+	}
+	var mysqlAddr string
+	if cfg.MySQL != "" {
+		a, err := httpapi.LoopbackAddr(cfg.MySQL)
+		if err != nil {
+			return fmt.Errorf("--mysql: %w", err)
+		}
+		mysqlAddr = a
+	}
+	updir := filepath.Join(cfg.DataDir, upstreamDir)
+	up, err := pipeline.NewUpstream(ctx, pipeline.UpstreamConfig{Seed: cfg.Seed, RealClock: true, Wire: !cfg.InProcess, Dir: updir})
+	if err != nil {
+		if errors.Is(err, kvlog.ErrLocked) {
+			return fmt.Errorf("the embedded upstream in %s is in use by another process: %w", updir, err)
+		}
+		return fmt.Errorf("opening the embedded upstream in %s: %w", updir, err)
+	}
+	// Runs after serve returned, so after the workload, the MySQL front
+	// and the adapter stopped: PD client, gRPC servers, then the cluster.
+	defer up.Close()
+	if !demo.Exists(up.SQL) {
+		if err := demo.Setup(ctx, up.SQL.NewSession("")); err != nil {
+			return err
+		}
+	}
+	restored := up.Cluster.Restored()
+	s := session{up: up, tables: demoTables, demo: true, gc: gcConfig(cfg.DataDir), restored: &restored}
+	if mysqlAddr != "" {
+		ms, err := mysqlfront.StartConfig(up.SQL, mysqlfront.Config{Addr: mysqlAddr})
+		if err != nil {
+			return fmt.Errorf("--mysql %s: %w", mysqlAddr, err)
+		}
+		defer ms.Close()
+		s.mysql = ms
+	}
+	return serve(ctx, cfg, out, s)
 }
 
 // runReal mirrors --tables of the cluster behind --pd.
@@ -359,7 +461,7 @@ func bindDataDir(dir string, owner dataDirOwner) error {
 	}
 	for _, sub := range []string{"emulator", "schemastore"} {
 		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
-			return fmt.Errorf("data dir %s holds state of an unknown upstream (%s without %s): use another --data-dir", dir, sub, dataDirMarker)
+			return fmt.Errorf("data dir %s holds state of an unknown upstream (%s without %s): use another --data-dir (or, in the embedded mode, --fresh to remove that state)", dir, sub, dataDirMarker)
 		}
 	}
 	b, _ := json.Marshal(owner)
@@ -439,20 +541,45 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		grpcAddr = ln.Addr().String()
 	}
 	workload := "none"
+	var w *demo.Workload
 	if s.demo {
 		workload = fmt.Sprintf("%d tx/s", cfg.Rate)
+		if w, err = newWorkload(ctx, up, cfg); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(out, "sfemu: running: http=%s grpc=%s %s data-dir=%s start-ts=%d epoch=%d collections=%s workload=%s\n",
-		hs.URL(), grpcAddr, modeLine(up), cfg.DataDir, adapter.RT.StartTs(), adapter.Resume.Epoch, collectionNames(s.tables), workload)
+	mysqlAddr := "off"
+	if s.mysql != nil {
+		mysqlAddr = s.mysql.Addr()
+	}
+	fmt.Fprintf(out, "sfemu: running: http=%s grpc=%s mysql=%s %s data-dir=%s start-ts=%d epoch=%d collections=%s workload=%s %s\n",
+		hs.URL(), grpcAddr, mysqlAddr, modeLine(up), cfg.DataDir, adapter.RT.StartTs(), adapter.Resume.Epoch, collectionNames(s.tables), workload,
+		stateWords(s.restored, adapter))
 
+	// The writers (demo workload, MySQL clients) stop first, then the
+	// adapter (deferred above), then the emulator; the caller closes the
+	// upstream last.
 	wctx, wcancel := context.WithCancel(ctx)
-	workErr := make(chan error, 1)
-	if s.demo {
-		go func() { workErr <- runWorkload(wctx, up, cfg, &pause) }()
-	} else {
-		go func() { <-wctx.Done(); workErr <- nil }()
+	workDone := make(chan struct{})
+	var workErr error
+	go func() {
+		defer close(workDone)
+		if s.demo {
+			workErr = runWorkload(wctx, up, w, cfg, &pause)
+		}
+	}()
+	stopWriters := sync.OnceFunc(func() {
+		wcancel()
+		<-workDone
+		if s.mysql != nil {
+			_ = s.mysql.Close()
+		}
+	})
+	defer stopWriters()
+	wdone := (<-chan struct{})(workDone)
+	if !s.demo {
+		wdone = nil
 	}
-	defer func() { wcancel(); <-workErr }()
 
 	tick := time.NewTicker(cfg.StatusInterval)
 	defer tick.Stop()
@@ -461,7 +588,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(out, "sfemu: shutting down")
-			wcancel()
+			stopWriters()
 			if err := sup.Close(); err != nil {
 				return fmt.Errorf("adapter stopped: %w", err)
 			}
@@ -474,10 +601,10 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			return fmt.Errorf("adapter stopped: %w", err)
 		case <-hs.Done():
 			return fmt.Errorf("http server stopped: %w", hs.Err())
-		case err := <-workErr:
-			workErr <- err // for the deferred wait
-			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("demo workload stopped: %w", err)
+		case <-wdone:
+			wdone = nil
+			if workErr != nil && ctx.Err() == nil {
+				return fmt.Errorf("demo workload stopped: %w", workErr)
 			}
 		case reply := <-restarts:
 			// Stop the adapter and start a new one on the same emulator and
@@ -512,6 +639,21 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	}
 }
 
+// stateWords end the running line: "state=new", or "state=resumed" with
+// what the embedded upstream restored (the adapter's resume ts and epoch
+// are on the line already).
+func stateWords(restored *fakeupstream.RestoreStats, a *pipeline.Adapter) string {
+	switch {
+	case restored != nil && restored.Records > 0:
+		return fmt.Sprintf("state=resumed upstream_records=%d upstream_bytes=%d upstream_torn_bytes=%d tso_above=%d",
+			restored.Records, restored.Size, restored.TornBytes, restored.TSOLimit)
+	case restored == nil && len(a.Resume.Stored) > 0:
+		return "state=resumed"
+	default:
+		return "state=new"
+	}
+}
+
 func refNames(tables []pipeline.TableRef) string {
 	var names []string
 	for _, t := range tables {
@@ -528,13 +670,37 @@ func collectionNames(tables []pipeline.TableRef) string {
 	return strings.Join(names, ",")
 }
 
-func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig, pause *sync.Mutex) error {
+// newWorkload builds the demo workload over the upstream's current
+// content: over a reopened upstream, product and event ids continue above
+// the stored ones (demo.Workload.Resume).
+func newWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) (*demo.Workload, error) {
+	w := demo.NewWorkload(cfg.Seed, up.SQL.NewSession(""))
+	if err := resumeWorkload(ctx, up, w); err != nil {
+		return nil, err
+	}
+	w.DDLEvery = cfg.DDLEvery
+	w.Now = func() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
+	return w, nil
+}
+
+func resumeWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload) error {
+	ts, err := up.CurrentTs(ctx)
+	if err != nil {
+		return fmt.Errorf("demo workload: %w", err)
+	}
+	return w.Resume(ctx, up.SQL, ts)
+}
+
+// isDuplicateKey matches the SQL front's duplicate primary key error (it
+// has no sentinel error).
+func isDuplicateKey(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "duplicate entry for key 'PRIMARY'")
+}
+
+func runWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload, cfg runConfig, pause *sync.Mutex) error {
 	if cfg.Rate <= 0 {
 		return nil
 	}
-	w := demo.NewWorkload(cfg.Seed, up.SQL.NewSession(""))
-	w.DDLEvery = cfg.DDLEvery
-	w.Now = func() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
 	interval := time.Second / time.Duration(cfg.Rate)
 	t := time.NewTicker(max(interval, time.Millisecond))
 	defer t.Stop()
@@ -549,7 +715,14 @@ func runWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig, paus
 		n := max(1, cfg.Rate/1000)
 		pause.Lock()
 		for i := 0; i < n; i++ {
-			if err := w.Step(ctx, &st); err != nil {
+			err := w.Step(ctx, &st)
+			if isDuplicateKey(err) {
+				// A row written from outside (/upstream/sql, the MySQL
+				// front) took the id the workload wanted: continue above
+				// the ids stored now.
+				err = resumeWorkload(ctx, up, w)
+			}
+			if err != nil {
 				pause.Unlock()
 				return err
 			}

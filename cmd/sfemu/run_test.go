@@ -34,6 +34,7 @@ func TestRunFlagValidation(t *testing.T) {
 		{[]string{"--pd", "127.0.0.1:1"}, "--pd needs --tables"},
 		{[]string{"--pd", "127.0.0.1:1", "--tables", "nodot"}, `"nodot" is not db.table`},
 		{[]string{"--pd", "127.0.0.1:1", "--tables", "a.b,A.B"}, "listed twice"},
+		{[]string{"--pd", "127.0.0.1:1", "--tables", "db.t", "--fresh"}, "--fresh"},
 	} {
 		cmd := newRootCmd()
 		cmd.SetArgs(append([]string{"run", "--data-dir", t.TempDir()}, tc.args...))
@@ -210,7 +211,7 @@ func TestRealModeMirrorsAndChecks(t *testing.T) {
 
 	// The data dir is bound to this cluster: the embedded mode refuses it.
 	ecfg := defaultRunConfig()
-	ecfg.DataDir, ecfg.Keep, ecfg.HTTP, ecfg.GRPC = dir, true, "127.0.0.1:0", ""
+	ecfg.DataDir, ecfg.HTTP, ecfg.GRPC, ecfg.MySQL = dir, "127.0.0.1:0", "", ""
 	if err := runMain(context.Background(), ecfg, io.Discard); err == nil || !strings.Contains(err.Error(), "another upstream") {
 		t.Fatalf("embedded run on a real-cluster data dir: %v", err)
 	}
@@ -223,7 +224,7 @@ func TestRealModeMirrorsAndChecks(t *testing.T) {
 // /admin/check works as in the other modes.
 func TestRunInProcessMode(t *testing.T) {
 	cfg := defaultRunConfig()
-	cfg.InProcess, cfg.HTTP, cfg.GRPC, cfg.DataDir, cfg.Rate = true, "127.0.0.1:0", "", t.TempDir(), 50
+	cfg.InProcess, cfg.HTTP, cfg.GRPC, cfg.MySQL, cfg.DataDir, cfg.Rate = true, "127.0.0.1:0", "", "", t.TempDir(), 50
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()

@@ -96,18 +96,25 @@ type UpstreamConfig struct {
 	Servers grpcserver.Config
 	// Transport tunes the gRPC sources (ModeWire).
 	Transport logpuller.TransportConfig
+	// Dir, when set, makes the embedded cluster durable
+	// (fakeupstream.Config.Dir): its committed state and TSO survive the
+	// process, and NewUpstream on the same Dir reopens them (the SQL front
+	// rebuilds its catalog from the meta, S17). A Dir another process (or
+	// Upstream) holds fails with kvlog.ErrLocked. Empty: in memory.
+	Dir string
 }
 
-// NewUpstream starts an empty embedded cluster with its SQL front and,
-// with cfg.Wire, its gRPC servers on loopback and the PD client, locator
-// and KV store connected to them. Close releases what it started.
+// NewUpstream starts the embedded cluster (empty, or reopened from
+// cfg.Dir) with its SQL front and, with cfg.Wire, its gRPC servers on
+// loopback and the PD client, locator and KV store connected to them.
+// Close releases what it started.
 func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	iv := cfg.ResolvedTsInterval
 	if iv <= 0 {
 		iv = 50 * time.Millisecond
 	}
 	c, err := fakeupstream.New(fakeupstream.Config{
-		Seed: cfg.Seed, RealClock: cfg.RealClock, Stores: cfg.Stores,
+		Seed: cfg.Seed, RealClock: cfg.RealClock, Stores: cfg.Stores, Dir: cfg.Dir,
 		Feed: cdcfeed.Config{ResolvedTsIntervalMs: iv.Milliseconds()},
 	})
 	if err != nil {
@@ -115,6 +122,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	}
 	srv, err := sqlfront.New(ctx, c)
 	if err != nil {
+		_ = c.Close()
 		return nil, err
 	}
 	u := &Upstream{Cluster: c, SQL: srv, mode: ModeInProcess}
@@ -123,6 +131,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	}
 	s, err := grpcserver.Start(c, cfg.Servers)
 	if err != nil {
+		_ = c.Close()
 		return nil, fmt.Errorf("pipeline: starting the embedded gRPC servers: %w", err)
 	}
 	u.Servers, u.mode, u.endpoints, u.Transport = s, ModeWire, []string{s.PDAddr()}, cfg.Transport
@@ -131,6 +140,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints})
 	if err != nil {
 		s.Close()
+		_ = c.Close()
 		return nil, fmt.Errorf("pipeline: connecting to the embedded PD at %s: %w", s.PDAddr(), err)
 	}
 	u.PD = p
@@ -211,8 +221,10 @@ func (u *Upstream) NewSource(poll time.Duration) (kvevent.Source, error) {
 	return u.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: poll}), nil
 }
 
-// Close closes the PD client side, then the gRPC servers. The embedded
-// cluster lives in memory and needs no closing. Idempotent.
+// Close closes the PD client side, then the gRPC servers, then the
+// embedded cluster (a durable one syncs its log and releases its Dir; in
+// memory that is a no-op). Close the adapters reading the upstream first.
+// Idempotent.
 func (u *Upstream) Close() error {
 	u.closeOnce.Do(func() {
 		if u.PD != nil {
@@ -220,6 +232,11 @@ func (u *Upstream) Close() error {
 		}
 		if u.Servers != nil {
 			u.Servers.Close()
+		}
+		if u.Cluster != nil {
+			if err := u.Cluster.Close(); u.closeErr == nil {
+				u.closeErr = err
+			}
 		}
 	})
 	return u.closeErr
