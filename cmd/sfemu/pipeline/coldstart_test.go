@@ -1,0 +1,148 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/minicdc"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// crashTap fails the first DDL whose query starts with prefix: the
+// runtime stops before the bridge sees that DDL, as if the process died
+// right before it (the emulator keeps what was stored so far).
+type crashTap struct {
+	prefix string
+	hit    atomic.Bool
+}
+
+func (c *crashTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
+func (c *crashTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
+func (c *crashTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+	if strings.HasPrefix(ev.Event.Query, c.prefix) {
+		c.hit.Store(true)
+		return errCrash
+	}
+	return nil
+}
+
+// TestColdStartAcrossTableSetChange (SR10): the process stops (no
+// supervisor restart) before the adapter handled a TRUNCATE PARTITION and
+// a TRUNCATE TABLE that are already committed upstream. The upstream's
+// current catalog then names physical tables the collections do not map;
+// a cold start builds the table set from what the collections map at
+// their stored progress, replays both DDLs (two table-set restarts) and
+// ends equal to the upstream.
+func TestColdStartAcrossTableSetChange(t *testing.T) { testColdStart(t, false) }
+
+// TestWire_ColdStartAcrossTableSetChange is the same over the embedded
+// gRPC servers (tables resolved through the meta keys, SR1).
+func TestWire_ColdStartAcrossTableSetChange(t *testing.T) { testColdStart(t, true) }
+
+func testColdStart(t *testing.T, wire bool) {
+	seed := seedFor(t)
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	ss := up.SQL.NewSession("")
+	exec := func(q string) uint64 {
+		t.Helper()
+		res, err := ss.Exec(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return res.CommitTs
+	}
+	exec("CREATE DATABASE shop")
+	exec(typesTable)
+	exec(ordersTable)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+
+	tap := &crashTap{prefix: "ALTER TABLE shop.orders TRUNCATE PARTITION"}
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: tap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a.Bridge.PartitionNames()
+	id := 1
+	insert := func(n int) {
+		for i := 0; i < n; i++ {
+			exec("INSERT INTO shop.products VALUES " + typedRow(rng, id))
+			exec(fmt.Sprintf("INSERT INTO shop.orders VALUES (%d, 1.5, 'o', NULL), (%d, 2.5, 'o', NULL)", id, 1000+id))
+			id++
+		}
+	}
+	insert(5)
+	last := exec("INSERT INTO shop.products VALUES " + typedRow(rng, 999))
+	if err := WaitSafe(ctx, emu, tablesetTables, last, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	exec("ALTER TABLE shop.orders TRUNCATE PARTITION p0")
+	insert(3)
+	exec("TRUNCATE TABLE shop.products")
+	insert(4)
+	select {
+	case <-a.Done():
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the adapter did not stop at the TRUNCATE PARTITION")
+	}
+	if err := a.Close(); !errors.Is(err, errCrash) || !tap.hit.Load() {
+		t.Fatalf("adapter stopped with %v, want the simulated crash", err)
+	}
+
+	// Cold start: the upstream's catalog now has other physical tables
+	// than the collections map.
+	var log bytes.Buffer
+	var logMu sync.Mutex
+	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables}, lockedWriter{&logMu, &log})
+	if err != nil {
+		t.Fatalf("cold start: %v", err)
+	}
+	defer sup.Close()
+	if got := sup.Adapter().Bridge.PartitionNames(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("cold start follows %v, want the partitions the collections map: %v", got, before)
+	}
+	if ep := sup.Adapter().Resume.Epoch; ep != 2 {
+		t.Fatalf("cold start epoch %d, want 2", ep)
+	}
+	insert(2)
+	ts, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Fatalf("%v (supervisor err %v; log:\n%s)", err, sup.Err(), log.String())
+	}
+	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if n := len(sup.Restarts()); n != 2 {
+		t.Fatalf("%d table-set restarts, want 2 (TRUNCATE PARTITION, TRUNCATE TABLE): %+v", n, sup.Restarts())
+	}
+}
