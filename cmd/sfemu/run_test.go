@@ -260,3 +260,41 @@ func TestRunInProcessMode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SR5, SR6: a data dir another sfemu holds is refused naming the lock; an
+// embedded data dir whose collections came from an in-memory upstream
+// (no upstream/) is refused pointing at --fresh.
+func TestDataDirLockedAndOldState(t *testing.T) {
+	cfg := defaultRunConfig()
+	cfg.HTTP, cfg.GRPC, cfg.MySQL = "127.0.0.1:0", "", ""
+
+	cfg.DataDir = t.TempDir()
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = runMain(context.Background(), cfg, io.Discard)
+	unlock()
+	if err == nil || !strings.Contains(err.Error(), "in use by another sfemu") || !strings.Contains(err.Error(), dataDirLock) {
+		t.Fatalf("run on a locked data dir: %v", err)
+	}
+
+	for name, marker := range map[string]bool{"with upstream.json": true, "without upstream.json": false} {
+		cfg.DataDir = t.TempDir()
+		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "emulator"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if marker {
+			if err := os.WriteFile(filepath.Join(cfg.DataDir, dataDirMarker), []byte(`{"mode":"embedded"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := runMain(context.Background(), cfg, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--fresh") {
+			t.Fatalf("%s: run on an in-memory era data dir: %v", name, err)
+		}
+		if _, serr := os.Stat(filepath.Join(cfg.DataDir, upstreamDir)); serr == nil {
+			t.Fatalf("%s: the refused run created %s", name, upstreamDir)
+		}
+	}
+}
