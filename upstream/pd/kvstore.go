@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	tikverr "github.com/tikv/client-go/v2/error"
@@ -50,11 +52,33 @@ func OpenKVStore(c *Client) (*KVStore, error) {
 		}
 		spkv = etcd
 	}
-	st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, spkv, tikv.NewRPCClient())
-	if err != nil {
-		return nil, fmt.Errorf("pd: open KV store: %w", err)
+	// NewKVStore takes a first timestamp through the PD client; right after
+	// the client connects, its TSO stream may still be (re)created and
+	// answer Canceled or Unavailable although nothing was cancelled. That is
+	// retried a few times within the PD timeout; any other error is not.
+	deadline := time.Now().Add(c.timeout)
+	for attempt := 1; ; attempt++ {
+		st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, spkv, tikv.NewRPCClient())
+		if err == nil {
+			return &KVStore{pd: c, store: st}, nil
+		}
+		if !transientOpenError(err) || attempt >= openKVAttempts || time.Now().After(deadline) {
+			return nil, fmt.Errorf("pd: open KV store (attempt %d): %w", attempt, err)
+		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 	}
-	return &KVStore{pd: c, store: st}, nil
+}
+
+// openKVAttempts bounds OpenKVStore's retries of a transient first TSO.
+const openKVAttempts = 5
+
+// transientOpenError: the PD client's TSO stream was being set up.
+func transientOpenError(err error) bool {
+	switch status.Code(err) {
+	case codes.Canceled, codes.Unavailable:
+		return true
+	}
+	return strings.Contains(err.Error(), "code = Canceled") || strings.Contains(err.Error(), "code = Unavailable")
 }
 
 // Close closes the KV store.
