@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
 )
 
@@ -144,5 +145,92 @@ func testColdStart(t *testing.T, wire bool) {
 	}
 	if n := len(sup.Restarts()); n != 2 {
 		t.Fatalf("%d table-set restarts, want 2 (TRUNCATE PARTITION, TRUNCATE TABLE): %+v", n, sup.Restarts())
+	}
+}
+
+// TestColdStartBeforeFirstCheckpoint (SR11): the adapter stops before its
+// first checkpoint stored any progress (the collections exist, their
+// partitions are unreported, E29); the next start begins at the
+// collections' creation, not now, so the rows committed in between are
+// not lost.
+func TestColdStartBeforeFirstCheckpoint(t *testing.T) { testColdStartUnreported(t, false) }
+
+// TestWire_ColdStartBeforeFirstCheckpoint is the same over gRPC.
+func TestWire_ColdStartBeforeFirstCheckpoint(t *testing.T) { testColdStartUnreported(t, true) }
+
+func testColdStartUnreported(t *testing.T, wire bool) {
+	seed := seedFor(t)
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	ss := up.SQL.NewSession("")
+	exec := func(q string) {
+		t.Helper()
+		if _, err := ss.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE DATABASE shop")
+	exec(typesTable)
+	exec(ordersTable)
+	dir := t.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Close()
+
+	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: &failTap{fail: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := a.Resume.StartTs
+	for i := 1; i <= 6; i++ {
+		exec("INSERT INTO shop.products VALUES " + typedRow(rng, i))
+		exec(fmt.Sprintf("INSERT INTO shop.orders VALUES (%d, 1.5, 'o', NULL), (%d, 2.5, 'o', NULL)", i, 1000+i))
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the adapter did not stop at its first checkpoint")
+	}
+	if err := a.Close(); !errors.Is(err, errBoom) {
+		t.Fatalf("adapter stopped with %v, want the injected failure", err)
+	}
+	prog, err := emu.GetProgress(ctx, &apiv1.GetProgressRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range prog.GetPartitions() {
+		if ps.GetResolvedTs() > 0 {
+			t.Fatalf("progress stored before the first checkpoint: %v", ps)
+		}
+	}
+
+	a, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Resume.StartTs > created {
+		t.Fatalf("second start at %d, after the collections' creation at %d", a.Resume.StartTs, created)
+	}
+	ts, err := up.CurrentTs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
 	}
 }

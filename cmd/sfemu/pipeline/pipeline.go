@@ -230,6 +230,64 @@ func alignWithMapped(ctx context.Context, up *Upstream, sink normalize.Sink, ks 
 	return out, nil
 }
 
+// unreportedSince finds collections of the table set that exist but hold
+// partitions without stored progress: the emulator leaves the partitions
+// of a collection's creation unreported (E29) until the adapter's first
+// checkpoint, so a process that stopped before it (a crash in the first
+// moments of a run) left rows committed after the creation that nothing
+// records. It returns the earliest such creation ts (0: none), where the
+// run must start instead of now (SR11).
+func unreportedSince(ctx context.Context, sink normalize.Sink, bcfg normalize.Config, tables []normalize.Table) (uint64, error) {
+	nameOf := bcfg.CollectionName
+	if nameOf == nil {
+		nameOf = normalize.DefaultCollectionName
+	}
+	parts := map[string][]string{}
+	var all []string
+	for _, t := range tables {
+		name := t.Collection
+		if name == "" && t.Info != nil {
+			name = nameOf(t.Database, t.Info.Name.L)
+		}
+		pn := normalize.PartitionName(bcfg.KeyspaceID, t.PhysicalID)
+		parts[name] = append(parts[name], pn)
+		all = append(all, pn)
+	}
+	list, err := sink.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: listing collections: %w", err)
+	}
+	prog, err := sink.GetProgress(ctx, &apiv1.GetProgressRequest{SourcePartitions: all})
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: reading stored progress: %w", err)
+	}
+	stored := map[string]bool{}
+	for _, ps := range prog.GetPartitions() {
+		if ps.GetResolvedTs() > 0 {
+			stored[ps.GetSourcePartition()] = true
+		}
+	}
+	var since uint64
+	for _, st := range list.GetCollections() {
+		if st.GetState() == apiv1.CollectionState_COLLECTION_STATE_DROPPED {
+			continue
+		}
+		created := st.GetLineage().GetLastDdlCommitTs()
+		if created == 0 || st.GetLineage().GetLastUpdatePolicy() != apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION {
+			continue
+		}
+		for _, pn := range parts[st.GetDefinition().GetName()] {
+			if !stored[pn] {
+				if since == 0 || created < since {
+					since = created
+				}
+				break
+			}
+		}
+	}
+	return since, nil
+}
+
 // samePartitions reports whether a collection's mapped partitions are
 // exactly the physical tables resolved.
 func samePartitions(ks uint32, mapped []string, resolved []normalize.Table) bool {
@@ -308,11 +366,20 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		}
 	}
 	bcfg := cfg.Bridge
-	bcfg.ClientID, bcfg.StartTs, bcfg.Tables = cfg.ClientID, now, tables
 	var sink normalize.Sink = emu
 	if cfg.WrapSink != nil {
 		sink = cfg.WrapSink(sink)
 	}
+	if cfg.StartTs == 0 {
+		created, err := unreportedSince(ctx, sink, bcfg, tables)
+		if err != nil {
+			return nil, err
+		}
+		if created > 0 {
+			now = min(now, created)
+		}
+	}
+	bcfg.ClientID, bcfg.StartTs, bcfg.Tables = cfg.ClientID, now, tables
 	bridge, err := normalize.New(bcfg, sink)
 	if err != nil {
 		return nil, err
