@@ -129,7 +129,7 @@ errors) go to <data-dir>/client.log.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, fresh, in_process, pd_timeout); flags override it")
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
 	f.StringVar(&cfg.MySQL, "mysql", cfg.MySQL, "embedded mode: MySQL-protocol front of the embedded upstream (an empty host binds 127.0.0.1); empty disables it")

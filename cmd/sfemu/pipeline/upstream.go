@@ -138,6 +138,13 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints})
+	for attempt := 1; err != nil && attempt < 3 && octx.Err() == nil && canceledByClient(err); attempt++ {
+		// The PD client's first TSO can come back Canceled while its stream
+		// is still being set up (seen under -race on a loaded machine),
+		// although nothing here was cancelled: try again within the bound.
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		p, err = pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints})
+	}
 	if err != nil {
 		s.Close()
 		_ = c.Close()
@@ -145,6 +152,12 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	}
 	u.PD = p
 	return u, nil
+}
+
+// canceledByClient matches the PD client's spurious "context canceled"
+// (a context error of its own, possibly flattened into the message).
+func canceledByClient(err error) bool {
+	return errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "context canceled") || strings.Contains(err.Error(), "code = Canceled")
 }
 
 // DefaultConnectTimeout bounds ConnectUpstream's attempt to reach PD (a
