@@ -78,7 +78,12 @@ func transientOpenError(err error) bool {
 	case codes.Canceled, codes.Unavailable:
 		return true
 	}
-	return strings.Contains(err.Error(), "code = Canceled") || strings.Contains(err.Error(), "code = Unavailable")
+	// The PD client also fails requests it had in flight with a bare
+	// context.Canceled when it re-creates its TSO stream (its own context,
+	// not the caller's: OpenKVStore has none).
+	msg := err.Error()
+	return errors.Is(err, context.Canceled) || strings.Contains(msg, "context canceled") ||
+		strings.Contains(msg, "code = Canceled") || strings.Contains(msg, "code = Unavailable")
 }
 
 // Close closes the KV store.

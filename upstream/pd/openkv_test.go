@@ -2,6 +2,8 @@ package pd_test
 
 import (
 	"context"
+
+	"github.com/pingcap/errors"
 	"sync/atomic"
 	"testing"
 
@@ -35,7 +37,11 @@ func (f *flakyTSO) WithCallerComponent(c caller.Component) pdclient.Client {
 
 func (f *flakyTSO) GetTS(ctx context.Context) (int64, int64, error) {
 	if f.fails.Add(-1) >= 0 {
-		return 0, 0, status.Error(f.code, "context canceled")
+		if f.code == codes.Canceled && f.fails.Load()%2 == 0 {
+			// As the real client answers from its own context.
+			return 0, 0, errors.WithStack(context.Canceled)
+		}
+		return 0, 0, status.Error(f.code, "denied")
 	}
 	return f.Client.GetTS(ctx)
 }
