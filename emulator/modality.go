@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -222,26 +221,8 @@ func textApplier(idx *text.Index, fields []string) func([]docstore.Change) error
 				ops = append(ops, text.Op{PK: ch.PK, Fields: m})
 			}
 		}
-		if ways := textWays(len(ops)); ways > 1 {
-			return idx.ApplyConcurrent(ops, ways)
-		}
 		return idx.Apply(ops)
 	}
-}
-
-// textConcurrentMin is the smallest apply split over several cores: below
-// it one segment is cheaper than several (T-A4).
-const textConcurrentMin = 1024
-
-// textWays is how many concurrent index batches n ops are split into: one
-// per core (at most 4), once n is large enough to pay for the extra
-// segments. A backlog released by one resolved-ts tick is indexed on every
-// core instead of one, which is what keeps safe_ts close to the documents.
-func textWays(n int) int {
-	if n < textConcurrentMin {
-		return 1
-	}
-	return min(runtime.GOMAXPROCS(0), 4, n/(textConcurrentMin/2))
 }
 
 // vectorField is one VECTOR field and its index.

@@ -1,7 +1,6 @@
 package text
 
 import (
-	"fmt"
 	"math/rand"
 	"os"
 	"sort"
@@ -139,33 +138,4 @@ func BenchmarkSearch(b *testing.B) {
 	b.ReportMetric(p(0.99), "p99-ns")
 	n, _ := searchIdx.Count()
 	b.ReportMetric(float64(n), "docs")
-}
-
-// BenchmarkIndexBacklog indexes the corpus into a scratch index (the
-// emulator's mode) in 8,192-op applies, the size of one drained batch,
-// serially and split over the cores (T-A4), and reports documents per
-// second.
-func BenchmarkIndexBacklog(b *testing.B) {
-	c := sharedCorpus()
-	for _, ways := range []int{1, 2} {
-		b.Run(fmt.Sprintf("ways=%d", ways), func(b *testing.B) {
-			b.ReportAllocs()
-			var total time.Duration
-			for i := 0; i < b.N; i++ {
-				x, err := OpenScratch(b.TempDir(), []string{"title", "body"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				t0 := time.Now()
-				for lo := 0; lo < len(c.docs); lo += 8192 {
-					if err := x.ApplyConcurrent(c.docs[lo:min(lo+8192, len(c.docs))], ways); err != nil {
-						b.Fatal(err)
-					}
-				}
-				total += time.Since(t0)
-				_ = x.Close()
-			}
-			b.ReportMetric(float64(len(c.docs)*b.N)/total.Seconds(), "rows/s")
-		})
-	}
 }

@@ -36,7 +36,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -275,80 +274,6 @@ func (x *Index) ApplyMarked(ops []Op, mark []byte) error {
 
 func (x *Index) apply(ops []Op, mark []byte) error {
 	b := x.idx.NewBatch()
-	if err := x.fill(b, ops, nil); err != nil {
-		return err
-	}
-	if mark != nil {
-		b.SetInternal(markKey, mark)
-	}
-	if b.Size() == 0 {
-		return nil
-	}
-	if err := x.idx.Batch(b); err != nil {
-		return fmt.Errorf("text: apply batch of %d ops: %w", len(ops), err)
-	}
-	return nil
-}
-
-// ApplyConcurrent applies ops as up to ways bleve batches built and
-// committed concurrently (rule T-A4): ops are split by a hash of their
-// primary key, so every op of one key lands in the same batch, in slice
-// order, and the last op of a key still wins. Each batch is atomic on its
-// own; the call returns when all have been applied, and a reader may see
-// some parts before the others meanwhile. Every op is validated before any
-// batch is applied (T-A3). Scorch analyses and builds one segment per
-// batch in the calling goroutine, so on a multi-core machine this indexes
-// a large backlog about ways times faster than Apply.
-func (x *Index) ApplyConcurrent(ops []Op, ways int) error {
-	if ways <= 1 || len(ops) < 2 {
-		return x.apply(ops, nil)
-	}
-	part := make([]uint8, len(ops))
-	for i, op := range ops {
-		part[i] = uint8(fnv32(op.PK) % uint32(ways))
-	}
-	batches := make([]*bleve.Batch, ways)
-	for w := range batches {
-		batches[w] = x.idx.NewBatch()
-		sel := func(i int) bool { return int(part[i]) == w }
-		if err := x.fill(batches[w], ops, sel); err != nil {
-			return err
-		}
-	}
-	errs := make([]error, ways)
-	var wg sync.WaitGroup
-	for w, b := range batches {
-		if b.Size() == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = x.idx.Batch(b)
-		}()
-	}
-	wg.Wait()
-	for w, err := range errs {
-		if err != nil {
-			return fmt.Errorf("text: apply part %d/%d of %d ops: %w", w+1, ways, len(ops), err)
-		}
-	}
-	return nil
-}
-
-// fnv32 is FNV-1a over s: a cheap, stable spread of keys over batches.
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
-}
-
-// fill validates every op and adds to b those that sel accepts (all when
-// sel is nil), in slice order.
-func (x *Index) fill(b *bleve.Batch, ops []Op, sel func(int) bool) error {
 	for i, op := range ops {
 		if op.PK == "" {
 			return fmt.Errorf("text: op %d: empty primary key", i)
@@ -357,17 +282,7 @@ func (x *Index) fill(b *bleve.Batch, ops []Op, sel func(int) bool) error {
 			if len(op.Fields) != 0 {
 				return fmt.Errorf("text: op %d (pk %q): delete must not carry fields", i, op.PK)
 			}
-			if sel == nil || sel(i) {
-				b.Delete(op.PK)
-			}
-			continue
-		}
-		for name := range op.Fields {
-			if _, ok := x.internal[name]; !ok {
-				return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
-			}
-		}
-		if sel != nil && !sel(i) {
+			b.Delete(op.PK)
 			continue
 		}
 		// The document is built here rather than by bleve's mapping: the
@@ -383,10 +298,26 @@ func (x *Index) fill(b *bleve.Batch, ops []Op, sel func(int) bool) error {
 			}
 			doc.AddField(document.NewTextFieldCustom(x.internal[f], nil, []byte(v), index.IndexField, x.analyzer))
 		}
+		if len(doc.Fields) != len(op.Fields) {
+			for name := range op.Fields {
+				if _, ok := x.internal[name]; !ok {
+					return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
+				}
+			}
+		}
 		doc.SetIndexed()
 		if err := b.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("text: op %d (pk %q): %w", i, op.PK, err)
 		}
+	}
+	if mark != nil {
+		b.SetInternal(markKey, mark)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("text: apply batch of %d ops: %w", len(ops), err)
 	}
 	return nil
 }
