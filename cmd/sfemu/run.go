@@ -31,6 +31,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/demo"
 	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
 	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
@@ -691,11 +692,8 @@ func resumeWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload
 	return w.Resume(ctx, up.SQL, ts)
 }
 
-// isDuplicateKey matches the SQL front's duplicate primary key error (it
-// has no sentinel error).
-func isDuplicateKey(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "duplicate entry for key 'PRIMARY'")
-}
+// isDuplicateKey reports the SQL front's duplicate primary key error.
+func isDuplicateKey(err error) bool { return errors.Is(err, sqlfront.ErrDuplicateKey) }
 
 func runWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload, cfg runConfig, pause *sync.Mutex) error {
 	if cfg.Rate <= 0 {

@@ -80,7 +80,7 @@ func toMySQLError(err error) *Error {
 		return &Error{Code: ErTableExists, State: "42S01", Message: msg}
 	case strings.Contains(low, "sqlfront: database") && strings.Contains(low, "exists"):
 		return &Error{Code: ErDBCreateExists, State: "HY000", Message: msg}
-	case strings.Contains(low, "duplicate entry"):
+	case errors.Is(err, sqlfront.ErrDuplicateKey), strings.Contains(low, "duplicate entry"):
 		return &Error{Code: ErDupEntry, State: "23000", Message: msg}
 	case strings.Contains(low, "duplicate column name"):
 		return &Error{Code: ErDupFieldName, State: "42S21", Message: msg}

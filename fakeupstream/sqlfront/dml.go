@@ -145,7 +145,7 @@ func (s *Server) insert(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, s
 		}
 		if exists {
 			if !st.IsReplace {
-				return 0, fmt.Errorf("sqlfront: duplicate entry for key 'PRIMARY' of table %q (row %d)", ti.Name.O, ri+1)
+				return 0, fmt.Errorf("%w of table %q (row %d)", ErrDuplicateKey, ti.Name.O, ri+1)
 			}
 			_ = old
 			n++ // REPLACE counts the deleted row too
@@ -483,7 +483,7 @@ func (s *Server) update(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, s
 			if _, exists, err := s.read(txn, w, nr.key); err != nil {
 				return 0, err
 			} else if exists {
-				return 0, fmt.Errorf("sqlfront: duplicate entry for key 'PRIMARY' of table %q", ti.Name.O)
+				return 0, fmt.Errorf("%w of table %q", ErrDuplicateKey, ti.Name.O)
 			}
 			w.set(r.key, nil)
 		}

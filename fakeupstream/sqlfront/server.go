@@ -3,6 +3,7 @@ package sqlfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -29,6 +30,11 @@ type Server struct {
 	// clockMs gives create_time for history rows (the cluster clock).
 	clockMs func() int64
 }
+
+// ErrDuplicateKey is the error (wrapped with the table and row) of an
+// INSERT or UPDATE that would write a primary key a row already has. Its
+// text is what TiDB says, so clients that match it keep working.
+var ErrDuplicateKey = errors.New("sqlfront: duplicate entry for key 'PRIMARY'")
 
 // catalog mirrors the committed meta: what TiDB's infoschema holds.
 type catalog struct {

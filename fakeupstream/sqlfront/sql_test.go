@@ -54,7 +54,8 @@ func TestInsertUpdateDeleteReplace(t *testing.T) {
 	}, rowsAt(t, s, "shop", "p", r1.CommitTs), "a snapshot at the first commit sees only it")
 
 	_, err := ss.Exec(context.Background(), "INSERT INTO p VALUES (1, 'dup', 1, 1)")
-	require.ErrorContains(t, err, "duplicate entry")
+	require.ErrorIs(t, err, ErrDuplicateKey)
+	require.ErrorContains(t, err, "duplicate entry for key 'PRIMARY' of table \"p\"")
 }
 
 // S2, S5: explicit transactions; DDL inside one is refused.
@@ -96,7 +97,7 @@ func TestFailingStatementWritesNothing(t *testing.T) {
 	// Inside a transaction the failed statement leaves earlier ones intact.
 	mustExec(t, ss, "BEGIN; INSERT INTO t VALUES (1, 1)")
 	_, err = ss.Exec(context.Background(), "INSERT INTO t VALUES (2, 2), (1, 3)")
-	require.ErrorContains(t, err, "duplicate entry")
+	require.ErrorIs(t, err, ErrDuplicateKey)
 	mustExec(t, ss, "COMMIT")
 	require.Equal(t, []string{"id=1,v=1"}, rowsAt(t, s, "d", "t", now(t, s)))
 
