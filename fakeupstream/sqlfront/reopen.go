@@ -39,12 +39,26 @@ func Open(ctx context.Context, cluster *fakeupstream.Cluster) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var s *Server
 	if v == nil {
-		return bootstrap(ctx, cluster)
+		if s, err = bootstrap(ctx, cluster); err != nil {
+			return nil, err
+		}
+	} else {
+		s = newServer(cluster)
+		if err := s.loadCatalog(ctx, ts, v); err != nil {
+			return nil, err
+		}
 	}
-	s := newServer(cluster)
-	if err := s.loadCatalog(ctx, ts, v); err != nil {
+	// Regions are not persisted (a reopened cluster starts as one region):
+	// every table, the system ones included, gets its own again (S19).
+	if err := s.splitNewTables(&catalog{}, s.cat); err != nil {
 		return nil, err
+	}
+	for _, id := range []int64{DDLHistoryTableID, DDLJobTableID} {
+		if err := s.splitAtTable(id); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

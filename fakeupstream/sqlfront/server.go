@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
@@ -244,6 +246,10 @@ func (s *Server) runJob(ctx context.Context, ch *ddlChange) (uint64, error) {
 		_ = txn.Rollback()
 		return 0, err
 	}
+	if err := s.splitNewTables(s.cat, next); err != nil {
+		_ = txn.Rollback()
+		return 0, err
+	}
 	next.schemaVersion++
 	if job.BinlogInfo == nil {
 		job.BinlogInfo = &model.HistoryInfo{}
@@ -277,6 +283,42 @@ func (s *Server) runJob(ctx context.Context, ch *ddlChange) (uint64, error) {
 		return 0, fmt.Errorf("sqlfront: archive job %d: %w", job.ID, err)
 	}
 	return finishedTs, nil
+}
+
+// splitNewTables gives every physical table that next has and prev has
+// not a region starting at its table prefix, before the DDL that creates it
+// commits — what TiDB does with its default split-table = true (S19). So
+// two tables never share a region: an open transaction in one never holds
+// back the resolved ts of another (or of the DDL job table).
+func (s *Server) splitNewTables(prev, next *catalog) error {
+	had := map[int64]bool{}
+	for _, e := range prev.tables {
+		for _, id := range e.info.PhysicalIDs() {
+			had[id] = true
+		}
+	}
+	for _, e := range next.tables {
+		for _, id := range e.info.PhysicalIDs() {
+			if !had[id] {
+				if err := s.splitAtTable(id); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// splitAtTable makes a region start at table id's prefix unless one does.
+func (s *Server) splitAtTable(id int64) error {
+	k := tablecodec.EncodeTablePrefix(nil, id)
+	if bytes.Equal(s.cluster.LocateRaw(k).StartKey, codec.EncodeBytes(nil, k)) {
+		return nil
+	}
+	if _, _, err := s.cluster.SplitRaw(k); err != nil {
+		return fmt.Errorf("sqlfront: split a region for table %d: %w", id, err)
+	}
+	return nil
 }
 
 func (s *Server) putNextIDOf(w kvWriter, c *catalog) {
