@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pingcap/log"
-
 	"github.com/searchfabric/sfemu/cmd/sfemu/pipeline"
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/internal/testlog"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
@@ -28,16 +27,9 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
-// TestMain keeps the PD client's and client-go's INFO logs out of test
-// output (SFEMU_GRPC_TEST_LOG=info shows them).
+// TestMain quiets the PD client's and client-go's logs (testlog).
 func TestMain(m *testing.M) {
-	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
-	if level == "" {
-		level = "fatal"
-	}
-	if lg, props, err := log.InitLogger(&log.Config{Level: level}); err == nil {
-		log.ReplaceGlobals(lg, props)
-	}
+	testlog.Quiet()
 	os.Exit(m.Run())
 }
 

@@ -14,24 +14,16 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/pingcap/log"
 	"github.com/stretchr/testify/require"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/internal/testlog"
 )
 
-// TestMain keeps the PD client's and client-go's logs quiet (suite_test.go
-// runs them). Set SFEMU_GRPC_TEST_LOG=info to see them.
+// TestMain quiets the PD client's and client-go's logs (testlog).
 func TestMain(m *testing.M) {
-	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
-	if level == "" {
-		level = "fatal"
-	}
-	lg, props, err := log.InitLogger(&log.Config{Level: level})
-	if err == nil {
-		log.ReplaceGlobals(lg, props)
-	}
+	testlog.Quiet()
 	os.Exit(m.Run())
 }
 

@@ -14,11 +14,11 @@ import (
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/errorpb"
-	"github.com/pingcap/log"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
 	"github.com/searchfabric/sfemu/fakeupstream/grpcserver"
+	"github.com/searchfabric/sfemu/internal/testlog"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
 	"github.com/searchfabric/sfemu/upstream/pd"
@@ -34,16 +34,9 @@ import (
 
 var clusterSeed = flag.Int64("cluster-seed", 0, "seed for the fault tests over fakeupstream's gRPC servers (0: time-based)")
 
-// TestMain keeps the PD client's and client-go's INFO logs out of test
-// output (SFEMU_GRPC_TEST_LOG=info shows them).
+// TestMain quiets the PD client's and client-go's logs (testlog).
 func TestMain(m *testing.M) {
-	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
-	if level == "" {
-		level = "fatal"
-	}
-	if lg, props, err := log.InitLogger(&log.Config{Level: level}); err == nil {
-		log.ReplaceGlobals(lg, props)
-	}
+	testlog.Quiet()
 	os.Exit(m.Run())
 }
 

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pingcap/log"
-
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/grpcserver"
+	"github.com/searchfabric/sfemu/internal/testlog"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
 	"github.com/searchfabric/sfemu/upstream/pd"
@@ -20,16 +19,9 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
 
-// TestMain keeps the PD client's and client-go's INFO logs out of test
-// output (SFEMU_GRPC_TEST_LOG=info shows them).
+// TestMain quiets the PD client's and client-go's logs (testlog).
 func TestMain(m *testing.M) {
-	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
-	if level == "" {
-		level = "fatal"
-	}
-	if lg, props, err := log.InitLogger(&log.Config{Level: level}); err == nil {
-		log.ReplaceGlobals(lg, props)
-	}
+	testlog.Quiet()
 	os.Exit(m.Run())
 }
 

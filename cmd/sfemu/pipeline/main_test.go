@@ -4,18 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pingcap/log"
+	"github.com/searchfabric/sfemu/internal/testlog"
 )
 
-// TestMain keeps the PD client's and client-go's INFO logs (wire mode) out
-// of test output (SFEMU_GRPC_TEST_LOG=info shows them).
+// TestMain quiets the PD client's and client-go's logs (testlog).
 func TestMain(m *testing.M) {
-	level := os.Getenv("SFEMU_GRPC_TEST_LOG")
-	if level == "" {
-		level = "fatal"
-	}
-	if lg, props, err := log.InitLogger(&log.Config{Level: level}); err == nil {
-		log.ReplaceGlobals(lg, props)
-	}
+	testlog.Quiet()
 	os.Exit(m.Run())
 }
