@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
 )
@@ -52,32 +49,8 @@ func TestColdStartAcrossTableSetChange(t *testing.T) { testColdStart(t, false) }
 func TestWire_ColdStartAcrossTableSetChange(t *testing.T) { testColdStart(t, true) }
 
 func testColdStart(t *testing.T, wire bool) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
-	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	ss := up.SQL.NewSession("")
-	exec := func(q string) uint64 {
-		t.Helper()
-		res, err := ss.Exec(ctx, q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return res.CommitTs
-	}
-	exec("CREATE DATABASE shop")
-	exec(typesTable)
-	exec(ordersTable)
-	dir := t.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emu.Close()
+	r := newShopRig(t, wire)
+	ctx, up, emu, dir, rng, exec := r.ctx, r.up, r.emu, r.dir, r.rng, r.exec
 
 	tap := &crashTap{prefix: "ALTER TABLE shop.orders TRUNCATE PARTITION"}
 	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: tap})
@@ -159,30 +132,9 @@ func TestColdStartBeforeFirstCheckpoint(t *testing.T) { testColdStartUnreported(
 func TestWire_ColdStartBeforeFirstCheckpoint(t *testing.T) { testColdStartUnreported(t, true) }
 
 func testColdStartUnreported(t *testing.T, wire bool) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
-	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	ss := up.SQL.NewSession("")
-	exec := func(q string) {
-		t.Helper()
-		if _, err := ss.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE shop")
-	exec(typesTable)
-	exec(ordersTable)
-	dir := t.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emu.Close()
+	r := newShopRig(t, wire)
+	ctx, up, emu, dir, rng := r.ctx, r.up, r.emu, r.dir, r.rng
+	exec := func(q string) { r.exec(q) }
 
 	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: &failTap{fail: true}})
 	if err != nil {

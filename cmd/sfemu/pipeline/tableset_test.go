@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 )
@@ -140,32 +141,8 @@ func TestE2E_Wire_TableSetChangesFollowed(t *testing.T) {
 }
 
 func testTableSetChanges(t *testing.T, wire bool) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
-	ctx := context.Background()
-	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	ss := up.SQL.NewSession("")
-	exec := func(q string) uint64 {
-		t.Helper()
-		res, err := ss.Exec(ctx, q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return res.CommitTs
-	}
-	exec("CREATE DATABASE shop")
-	exec(typesTable)
-	exec(ordersTable)
-	dir := t.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emu.Close()
+	r := newShopRig(t, wire)
+	ctx, up, emu, dir, rng, exec := r.ctx, r.up, r.emu, r.dir, r.rng, r.exec
 	rec := newRecordingSink()
 	var log bytes.Buffer
 	var logMu sync.Mutex
@@ -582,4 +559,49 @@ func TestSupervisorStopsOnOtherFatalErrors(t *testing.T) {
 	if err := sup.Close(); !errors.Is(err, errBoom) {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// shopRig is the fixture of the table-set and cold-start tests: an
+// upstream (in process or over the wire) holding shop.products and the
+// partitioned shop.orders, an emulator, and the run's seeded randomness.
+type shopRig struct {
+	ctx context.Context
+	up  *Upstream
+	emu *emulator.Emulator
+	dir string
+	rng *rand.Rand
+	ss  *sqlfront.Session
+	t   *testing.T
+}
+
+func newShopRig(t *testing.T, wire bool) *shopRig {
+	t.Helper()
+	seed := seedFor(t)
+	ctx := context.Background()
+	up, err := NewUpstream(ctx, UpstreamConfig{Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = up.Close() })
+	r := &shopRig{ctx: ctx, up: up, dir: t.TempDir(), rng: rand.New(rand.NewSource(seed)), ss: up.SQL.NewSession(""), t: t}
+	r.exec("CREATE DATABASE shop")
+	r.exec(typesTable)
+	r.exec(ordersTable)
+	emu, err := emulator.Open(filepath.Join(r.dir, "emulator"), emulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	r.emu = emu
+	return r
+}
+
+// exec runs q on the upstream and returns its commit ts.
+func (r *shopRig) exec(q string) uint64 {
+	r.t.Helper()
+	res, err := r.ss.Exec(r.ctx, q)
+	if err != nil {
+		r.t.Fatalf("%s: %v", q, err)
+	}
+	return res.CommitTs
 }
