@@ -109,13 +109,7 @@ func testColdStart(t *testing.T, wire bool) {
 		defer logMu.Unlock()
 		t.Fatalf("%v (supervisor err %v; log:\n%s)", err, sup.Err(), log.String())
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Error(d)
-	}
+	expectConsistent(t, ctx, up, emu, tablesetTables, ts)
 	if n := len(sup.Restarts()); n != 2 {
 		t.Fatalf("%d table-set restarts, want 2 (TRUNCATE PARTITION, TRUNCATE TABLE): %+v", n, sup.Restarts())
 	}
@@ -178,11 +172,5 @@ func testColdStartUnreported(t *testing.T, wire bool) {
 	if err := WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Error(d)
-	}
+	expectConsistent(t, ctx, up, emu, tablesetTables, ts)
 }

@@ -218,13 +218,7 @@ func testMirrorEqualsAsOf(t *testing.T, pdAddrs []string, dsn string) {
 	}
 
 	// Every field, through client-go snapshot reads and the schema at ts.
-	diffs, err := CheckConsistency(ctx, up, emu, tables, final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Error(d)
-	}
+	expectConsistent(t, ctx, up, emu, tables, final)
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -238,17 +238,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 	if err := WaitSafe(ctx, emu, tablesetTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (supervisor: %v)", err, sup.Err())
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range diffs {
-		if i == 20 {
-			t.Errorf("... %d more", len(diffs)-20)
-			break
-		}
-		t.Error(d)
-	}
+	expectConsistent(t, ctx, up, emu, tablesetTables, final)
 	rec.check(t)
 	tap.mu.Lock()
 	for _, r := range tap.regressions {
@@ -339,7 +329,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 		"seen = '2001-01-01 00:00:00.000001', born = '2001-01-01', took = '00:00:00.01', attrs = '{\"changed\": true}', "+
 		"embedding = '[9,9,9]', color = 'red', tags = 'c', flags = 255, note = 'changed' WHERE id = %s", pk))
 	after, _ := up.Cluster.CurrentTs(ctx)
-	diffs, err = CheckConsistency(ctx, up, emu, tablesetTables, after)
+	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,4 +594,21 @@ func (r *shopRig) exec(q string) uint64 {
 		r.t.Fatalf("%s: %v", q, err)
 	}
 	return res.CommitTs
+}
+
+// expectConsistent fails t with the differences (the first 20 and a count)
+// between the tables and their collections at ts.
+func expectConsistent(t *testing.T, ctx context.Context, up *Upstream, emu *emulator.Emulator, tables []TableRef, ts uint64) {
+	t.Helper()
+	diffs, err := CheckConsistency(ctx, up, emu, tables, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range diffs {
+		if i == 20 {
+			t.Errorf("... %d more", len(diffs)-20)
+			break
+		}
+		t.Error(d)
+	}
 }

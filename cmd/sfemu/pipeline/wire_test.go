@@ -290,13 +290,7 @@ func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
 	if len(sup.Restarts()) != 1 {
 		t.Fatalf("restarts %+v, want 1", sup.Restarts())
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, e2eTables, final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diffs {
-		t.Error(d)
-	}
+	expectConsistent(t, ctx, up, emu, e2eTables, final)
 	if err := sup.Close(); err != nil {
 		t.Fatal(err)
 	}
