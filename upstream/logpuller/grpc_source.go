@@ -58,7 +58,7 @@ type GRPCSource struct {
 	wg          sync.WaitGroup
 	resolving   map[resolveKey]bool
 	resolvedCh  chan resolveKey
-	tsoCh       chan uint64
+	tsoCh       chan stuckSample
 	tsoInFlight bool
 
 	stats TransportStats
@@ -156,7 +156,7 @@ func NewGRPCSource(cfg TransportConfig) (*GRPCSource, error) {
 		streams:    map[streamKey]*feedStream{},
 		resolving:  map[resolveKey]bool{},
 		resolvedCh: make(chan resolveKey, 64),
-		tsoCh:      make(chan uint64, 1),
+		tsoCh:      make(chan stuckSample, 1),
 	}, nil
 }
 
@@ -254,8 +254,8 @@ func (s *GRPCSource) Run(ctx context.Context) error {
 			delete(s.resolving, k)
 		case <-resolveC:
 			s.startStuckCheck()
-		case cur := <-s.tsoCh:
-			s.checkStuck(cur)
+		case sample := <-s.tsoCh:
+			s.checkStuck(sample)
 		}
 	}
 }
@@ -671,6 +671,10 @@ func (s *GRPCSource) startStuckCheck() {
 		return
 	}
 	s.tsoInFlight = true
+	// The wall clock is read before the TSO is fetched, so the TSO is never
+	// older than the time the planner judges staleness by (its target is
+	// min(TSO, resolved time + 4 s)).
+	nowMs := s.cfg.Now().UnixMilli()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -681,21 +685,28 @@ func (s *GRPCSource) startStuckCheck() {
 			cur = 0 // retried on the next tick
 		}
 		select {
-		case s.tsoCh <- cur:
+		case s.tsoCh <- stuckSample{nowMs: nowMs, ts: cur}:
 		case <-s.baseCtx.Done():
 		}
 	}()
 }
 
 // checkStuck runs the core's stuck-resolved-ts planner for every span with
-// the fetched TSO and resolves the locks of the regions it names, in the
+// the sampled clocks and resolves the locks of the regions it names, in the
 // background (T10).
-func (s *GRPCSource) checkStuck(cur uint64) {
+// stuckSample is one stuck-check's clock readings: the wall clock, then
+// the TSO.
+type stuckSample struct {
+	nowMs int64
+	ts    uint64
+}
+
+func (s *GRPCSource) checkStuck(sample stuckSample) {
 	s.tsoInFlight = false
+	cur, nowMs := sample.ts, sample.nowMs
 	if cur == 0 {
 		return
 	}
-	nowMs := s.cfg.Now().UnixMilli()
 	for _, sub := range s.all {
 		for _, task := range sub.puller.StuckRegions(nowMs, cur) {
 			k := resolveKey{sub, task.RegionID}
