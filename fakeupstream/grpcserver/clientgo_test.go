@@ -3,6 +3,7 @@ package grpcserver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
 	"github.com/tikv/client-go/v2/txnkv"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
@@ -22,8 +25,20 @@ import (
 // for snapshot reads and lock resolution.
 func newKVStore(t testing.TB, s *Servers) *tikv.KVStore {
 	t.Helper()
-	pdCli := newPDClient(t, s)
-	store, err := tikv.NewKVStore("grpcserver-test", tikv.NewCodecPDClient(tikv.ModeTxn, pdCli), tikv.NewMockSafePointKV(), tikv.NewRPCClient())
+	// The real PD client may fail the first timestamp with Canceled while
+	// its TSO stream is still being set up; the adapter's pd.OpenKVStore
+	// retries that (logpuller.md P14), and so does this helper, with a fresh
+	// PD client each time.
+	var store *tikv.KVStore
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		pdCli := newPDClient(t, s)
+		store, err = tikv.NewKVStore("grpcserver-test", tikv.NewCodecPDClient(tikv.ModeTxn, pdCli), tikv.NewMockSafePointKV(), tikv.NewRPCClient())
+		if err == nil || status.Code(err) != codes.Canceled && !strings.Contains(err.Error(), "context canceled") {
+			break
+		}
+		t.Logf("NewKVStore attempt %d: %v", attempt, err)
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	return store
