@@ -41,6 +41,13 @@ func (e *Emulator) initMetrics() error {
 			Help: "Rejected requests by operation and contract reason.",
 		}, []string{"op", "reason"}),
 	}
+	// Every operation starts with a zero series per reason, so the family
+	// is in the first scrape (H12) and rate() sees the first rejection.
+	for _, op := range rejectOps {
+		for _, r := range contractReasons {
+			m.rejections.WithLabelValues(op, string(r))
+		}
+	}
 	for _, c := range []prometheus.Collector{m.mutations, m.batches, m.batchSecs, m.rejections, &watermarkCollector{e: e}} {
 		if err := reg.Register(c); err != nil {
 			return err
@@ -48,6 +55,24 @@ func (e *Emulator) initMetrics() error {
 	}
 	e.metrics = m
 	return nil
+}
+
+// rejectOps are the op labels of sfemu_rejections_total (the e.reject
+// call sites).
+var rejectOps = []string{"advance_partition", "get_collection", "get_document", "ingest", "put_collection_schema", "search"}
+
+// contractReasons are contract's Reason constants (a test keeps the list
+// complete).
+var contractReasons = []contract.Reason{
+	contract.ReasonInvalidMeta, contract.ReasonInvalidDefinition, contract.ReasonUnspecifiedPolicy,
+	contract.ReasonInvalidZeroState, contract.ReasonInvalidBatch, contract.ReasonInvalidMutation,
+	contract.ReasonUnknownField, contract.ReasonTypeMismatch, contract.ReasonPrimaryKeyMismatch,
+	contract.ReasonInvalidQuery, contract.ReasonInvalidArgument, contract.ReasonCollectionNotFound,
+	contract.ReasonAlreadyExists, contract.ReasonIdempotencyConflict, contract.ReasonPartitionConflict,
+	contract.ReasonFenceMismatch, contract.ReasonNonMonotonicSchema, contract.ReasonPolicyTooWeak,
+	contract.ReasonPartitionNotMapped, contract.ReasonEpochRegression, contract.ReasonSeqGap,
+	contract.ReasonSeqOverlap, contract.ReasonStaleGeneration, contract.ReasonProgressRegression,
+	contract.ReasonLateMutation, contract.ReasonNotYetFresh, contract.ReasonClosed, contract.ReasonInternal,
 }
 
 // Registry returns the private registry the emulator registered its

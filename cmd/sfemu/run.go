@@ -55,6 +55,7 @@ type runConfig struct {
 	MySQL          string        `json:"mysql"`
 	InProcess      bool          `json:"in_process"`
 	PDTimeout      time.Duration `json:"pd_timeout"`
+	Pprof          string        `json:"pprof"`
 }
 
 func defaultRunConfig() runConfig {
@@ -68,6 +69,7 @@ func defaultRunConfig() runConfig {
 		DDLEvery:       2000,
 		StatusInterval: 5 * time.Second,
 		PDTimeout:      pipeline.DefaultConnectTimeout,
+		Pprof:          "auto",
 	}
 }
 
@@ -129,7 +131,7 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, fresh, in_process, pd_timeout); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, fresh, in_process, pd_timeout, pprof); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
@@ -144,6 +146,7 @@ errors) go to <data-dir>/client.log.`,
 	f.IntVar(&cfg.DDLEvery, "ddl-every", cfg.DDLEvery, "embedded mode: one demo DDL every N transactions (0 = none)")
 	f.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "time between status lines")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none)")
+	f.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go profiles on the HTTP listener under /debug/pprof/: auto (only when it is bound to loopback), on, off")
 	f.BoolVar(&cfg.Fresh, "fresh", cfg.Fresh, "embedded mode: remove the data dir's previous state (upstream, collections, schema store) and start over; without it a run resumes where the previous one stopped")
 	return cmd
 }
@@ -201,6 +204,7 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("mysql", func() { merged.MySQL = cfg.MySQL })
 	set("in-process", func() { merged.InProcess = cfg.InProcess })
 	set("pd-timeout", func() { merged.PDTimeout = cfg.PDTimeout })
+	set("pprof", func() { merged.Pprof = cfg.Pprof })
 	*cfg = merged
 	return nil
 }
@@ -485,6 +489,10 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
+	pprofOn, err := pprofEnabled(cfg.Pprof, httpAddr)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "sfemu: upstream %s tables=%s\n", modeLine(up), refNames(s.tables))
 	emu, err := emulator.Open(filepath.Join(cfg.DataDir, "emulator"), emulator.Options{})
 	if err != nil {
@@ -504,7 +512,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	defer func() { _ = sup.Close() }()
 	adapter := sup.Adapter()
 
-	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry()})
+	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry(), Pprof: pprofOn})
 	if err != nil {
 		return err
 	}

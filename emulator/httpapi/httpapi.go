@@ -75,9 +75,12 @@ type Options struct {
 	Token string
 	// MaxBodyBytes bounds request bodies (H5); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Gatherer is what /metrics exposes besides the API's own HTTP metrics,
-	// normally the emulator's registry. Nil exposes only the HTTP metrics.
+	// Gatherer is what /metrics exposes besides the API's own HTTP metrics
+	// and the go_*/process_* collectors, normally the emulator's registry
+	// (with the adapter's). Nil exposes only the API's own.
 	Gatherer prometheus.Gatherer
+	// Pprof serves /debug/pprof/* (H14); off, those paths are 404.
+	Pprof bool
 }
 
 type api struct {
@@ -113,6 +116,7 @@ func New(opts Options) (http.Handler, error) {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}, []string{"route"})
 	a.reg.MustRegister(a.requests, a.latency)
+	a.reg.MustRegister(runtimeCollectors()...)
 	gs := prometheus.Gatherers{a.reg}
 	if opts.Gatherer != nil {
 		gs = append(gs, opts.Gatherer)
@@ -144,6 +148,9 @@ func New(opts Options) (http.Handler, error) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, &contract.Error{Reason: ReasonMethodNotAllowed, Field: "method", Expected: allow, Actual: r.Method, Message: "method not allowed on " + r.URL.Path})
 		}))
+	}
+	if opts.Pprof {
+		registerPprof(mux)
 	}
 	mux.HandleFunc("/", named("unmatched", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &contract.Error{Reason: ReasonNotFound, Field: "path", Actual: r.URL.Path, Message: "no such endpoint"})
@@ -186,6 +193,12 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/healthz" && !a.authorized(sw, r) {
 		return
 	}
+	pretty, perr := parsePretty(r)
+	if perr != nil {
+		writeError(sw, http.StatusBadRequest, perr)
+		return
+	}
+	sw.view.pretty = pretty
 	a.mux.ServeHTTP(sw, r)
 }
 
@@ -219,6 +232,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	route string
+	view  view // how JSON bodies are rendered (H13)
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -267,7 +281,7 @@ func bearer(h string) (string, bool) {
 func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	_, _ = w.Write(append(indent(viewOf(w), []byte(`{"status":"ok"}`)), '\n'))
 }
 
 func (a *api) listCollections(w http.ResponseWriter, r *http.Request) {
@@ -337,6 +351,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Collection = name
+	setRules(w, searchRules(req))
 	resp, err := a.opts.Backend.Search(r.Context(), req)
 	a.reply(w, resp, err)
 }
@@ -355,7 +370,7 @@ func (a *api) progress(w http.ResponseWriter, r *http.Request) {
 // ?mints=5 is not silently ignored.
 func onlyParams(w http.ResponseWriter, q map[string][]string, allowed ...string) bool {
 	for k := range q {
-		ok := false
+		ok := k == "pretty" // every JSON endpoint takes it (H13)
 		for _, a := range allowed {
 			if k == a {
 				ok = true
@@ -412,7 +427,7 @@ func (a *api) reply(w http.ResponseWriter, m proto.Message, err error) {
 type readTs interface{ GetReadTs() uint64 }
 
 func writeMessage(w http.ResponseWriter, code int, m proto.Message) {
-	b, err := marshal.Marshal(m)
+	b, err := renderMessage(w, m)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, &contract.Error{Reason: contract.ReasonInternal, Message: "encoding response: " + err.Error()})
 		return
