@@ -2,7 +2,8 @@
 GO       ?= go
 BIN      := bin
 DATA_DIR ?= var/sfemu
-# Packages with goroutines or shared state get a second pass under -race.
+# Packages with goroutines or shared state get a second pass under -race, built
+# with -tags invariants so the internal/invariants checks run on every operation.
 RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./cmd/... ./e2e/...
 FUZZTIME ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6
@@ -28,7 +29,7 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
 	$(MAKE) realcluster-selftest
 
 # The opt-in real-cluster suites (they skip unless SFEMU_TIDB_PD and

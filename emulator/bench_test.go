@@ -139,7 +139,7 @@ func BenchmarkIngestText(b *testing.B) {
 // text rows, each followed by a resolved-ts mark, for ticks ingested
 // batches (100k rows in all). Reports text rows/s (ingest until the text
 // modality has indexed everything), process CPU per row, and the text
-// index's segment count at the end (bounded by merging, T-P5).
+// index's segment count at the end (bounded by merging, TXT-P5).
 func BenchmarkIngestTextTicks(b *testing.B) {
 	const rows, perBatch = 100_000, 200
 	for i := 0; i < b.N; i++ {

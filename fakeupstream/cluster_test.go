@@ -192,7 +192,7 @@ func TestGCThroughCluster(t *testing.T) {
 	}
 }
 
-// Rule TSO (wall clock) / S-1: the real-time driver delivers rows and
+// Rule TSO (wall clock) / SRC-1: the real-time driver delivers rows and
 // advances resolved ts without virtual time.
 func TestRealClockMode(t *testing.T) {
 	c, err := fakeupstream.New(fakeupstream.Config{RealClock: true, Feed: cdcfeedConfig(5)})

@@ -69,7 +69,7 @@ func newCluster(t testing.TB, seed int64) *fakeupstream.Cluster {
 	return c
 }
 
-// Rule S-1: rows of the span (and only of the span) arrive, resolved ts
+// Rule SRC-1: rows of the span (and only of the span) arrive, resolved ts
 // passes the last commit.
 func TestSourceBasic(t *testing.T) {
 	c := newCluster(t, 1)
@@ -109,7 +109,7 @@ func TestSourceBasic(t *testing.T) {
 	}
 }
 
-// Rule S-3: a start ts below the GC safe point is refused.
+// Rule SRC-3: a start ts below the GC safe point is refused.
 func TestSourceRejectsStartBelowGC(t *testing.T) {
 	c := newCluster(t, 1)
 	old := c.Oracle().Next()
@@ -317,7 +317,7 @@ func chaos(t *testing.T, seed int64, steps int) (*recorder, map[string]bool, uin
 	return rec, want, maxCommit
 }
 
-// Rule S-1: under every fault hook the consumer receives each committed
+// Rule SRC-1: under every fault hook the consumer receives each committed
 // change of the span exactly once, never at or below an emitted resolved
 // ts, with resolved ts strictly increasing and finally above every commit.
 func TestSourceChaos(t *testing.T) {
@@ -353,7 +353,7 @@ func TestSourceChaos(t *testing.T) {
 	}
 }
 
-// Rule S-2: the same seed gives the same consumer log; another seed a
+// Rule SRC-2: the same seed gives the same consumer log; another seed a
 // different one.
 func TestSourceDeterminism(t *testing.T) {
 	seed := int64(11)
@@ -371,7 +371,7 @@ func TestSourceDeterminism(t *testing.T) {
 	}
 }
 
-// Rule S-3: cancelling a subscription's ctx stops its deliveries; other
+// Rule SRC-3: cancelling a subscription's ctx stops its deliveries; other
 // subscriptions on the same streams continue.
 func TestSourceCancelSubscription(t *testing.T) {
 	c := newCluster(t, 1)
@@ -412,7 +412,7 @@ func TestSourceCancelSubscription(t *testing.T) {
 	}
 }
 
-// Rule S-3: a protocol violation (a row at or below the region's resolved
+// Rule SRC-3: a protocol violation (a row at or below the region's resolved
 // ts, i.e. data loss) is fatal: Pump returns it and keeps returning it.
 func TestSourceFatalIsSticky(t *testing.T) {
 	c := newCluster(t, 1)
@@ -451,7 +451,7 @@ func TestSourceFatalIsSticky(t *testing.T) {
 	}
 }
 
-// Rule F-10 / S-1: a retryable region error (server busy, congested,
+// Rule F-10 / SRC-1: a retryable region error (server busy, congested,
 // unknown) makes the Source re-subscribe; rows re-sent by the new scan are
 // suppressed, nothing is lost.
 func TestSourceRetriesRegionErrors(t *testing.T) {

@@ -168,7 +168,7 @@ type collection struct {
 	token   string
 	lastDDL uint64
 	// lastJobs are the DDL jobs this run applied at lastDDL: several events
-	// may share one FinishedTs (S44). Empty when lastDDL came from the
+	// may share one FinishedTs (SS44). Empty when lastDDL came from the
 	// emulator's lineage (restart).
 	lastJobs map[int64]bool
 	pending  map[string]*apiv1.PutCollectionSchemaRequest // sent, not yet acknowledged (N28)

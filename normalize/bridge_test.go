@@ -685,7 +685,7 @@ func TestSlabRecyclingKeepsValues(t *testing.T) {
 }
 
 // TestN28EventsSharingFinishedTs: two DDL events with one FinishedTs (a
-// group, S44) both apply; re-delivering either is a no-op.
+// group, SS44) both apply; re-delivering either is a no-op.
 func TestN28EventsSharingFinishedTs(t *testing.T) {
 	h, _ := oneTable(t, Config{})
 	ev1, ti1 := addColumnDDL(h.ti[42], 11, 150, 60, "x1", mysql.TypeLong)

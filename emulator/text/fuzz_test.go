@@ -48,7 +48,7 @@ func isPlainWord(s string) bool {
 }
 
 // stopWord lists the English stop words bleve's standard analyzer drops
-// that a fuzzer plausibly generates; they are never findable (T-S1).
+// that a fuzzer plausibly generates; they are never findable (TXT-S1).
 var stopWord = map[string]bool{}
 
 func init() {

@@ -13,7 +13,7 @@
 //	err = idx.Apply([]text.Op{{PK: "1", Fields: map[string]string{"title": "hello"}}})
 //	hits, err := idx.Search("hello world", nil, 10, nil)
 //
-// Persistence (see specs/emulator-text-vector.md, rules T-P1..T-P4): the
+// Persistence (see specs/emulator-text-vector.md, rules TXT-P1..TXT-P4): the
 // recommended mode for the emulator is in-memory, rebuilt from the document
 // store on start, which is consistent by construction. An on-disk index
 // (Open with a directory) is also supported: every Apply is durable when it
@@ -49,12 +49,12 @@ import (
 
 // Op is one mutation of the text index, applied in slice order by Apply.
 // An upsert replaces the whole indexed content of PK: fields absent from
-// Fields are no longer searchable for that PK (rule T-A2).
+// Fields are no longer searchable for that PK (rule TXT-A2).
 type Op struct {
 	PK     string
 	Delete bool
 	// Fields maps a configured field name to its text. Unknown field names
-	// are an error (rule T-A3).
+	// are an error (rule TXT-A3).
 	Fields map[string]string
 }
 
@@ -74,7 +74,7 @@ type Index struct {
 	// (f0, f1, ...), so that any column name, including ones with dots,
 	// is a single bleve field.
 	internal map[string]string
-	analyzer analysis.Analyzer // the standard analyzer (rule T-S1)
+	analyzer analysis.Analyzer // the standard analyzer (rule TXT-S1)
 	idx      bleve.Index
 }
 
@@ -91,7 +91,7 @@ var ErrFieldsMismatch = errors.New("text: on-disk index has a different field li
 // Open opens (or creates) a text index over fields. dir "" keeps the index in
 // memory. An existing on-disk index must have been created with the same
 // field list in the same order, else Open returns an error wrapping
-// ErrFieldsMismatch (rule T-P3).
+// ErrFieldsMismatch (rule TXT-P3).
 func Open(dir string, fields []string) (*Index, error) {
 	return open(dir, fields, nil)
 }
@@ -168,7 +168,7 @@ func (x *Index) initAnalyzer() error {
 // one segment for good and both Apply and Search slow down with the number
 // of batches), scorch persists and merges a scratch index's segments in the
 // background. Apply returns once the batch is searchable, not when it is on
-// disk: nothing in a scratch index is durable (rule T-P5), and Close removes
+// disk: nothing in a scratch index is durable (rule TXT-P5), and Close removes
 // the directory.
 func OpenScratch(parent string, fields []string) (*Index, error) {
 	if parent == "" {
@@ -261,10 +261,10 @@ func (x *Index) mapping() *mapping.IndexMappingImpl {
 func (x *Index) Fields() []string { return append([]string(nil), x.fields...) }
 
 // Apply applies ops atomically, in order; for the same PK the last op in the
-// slice wins (rule T-A1). It validates every op before changing anything.
+// slice wins (rule TXT-A1). It validates every op before changing anything.
 func (x *Index) Apply(ops []Op) error { return x.apply(ops, nil) }
 
-// ApplyMarked is Apply plus storing mark in the same atomic batch (rule T-P2).
+// ApplyMarked is Apply plus storing mark in the same atomic batch (rule TXT-P2).
 func (x *Index) ApplyMarked(ops []Op, mark []byte) error {
 	if mark == nil {
 		mark = []byte{}
@@ -289,7 +289,7 @@ func (x *Index) apply(ops []Op, mark []byte) error {
 		// mapping walks the value by reflection and adds an "_all"
 		// composite field to every document, neither of which this index
 		// uses. The fields are what the mapping would produce for them
-		// (indexed, not stored, no term vectors, no doc values; rule T-S1).
+		// (indexed, not stored, no term vectors, no doc values; rule TXT-S1).
 		doc := document.NewDocument(op.PK)
 		for _, f := range x.fields {
 			v, ok := op.Fields[f]
@@ -332,7 +332,7 @@ func (x *Index) Mark() ([]byte, error) {
 }
 
 // Segments returns the number of segments in the index's current snapshot
-// (each Apply adds one; a scratch or on-disk index merges them, T-P5).
+// (each Apply adds one; a scratch or on-disk index merges them, TXT-P5).
 func (x *Index) Segments() (int, error) {
 	adv, err := x.idx.Advanced()
 	if err != nil {
@@ -362,9 +362,9 @@ func (x *Index) Count() (uint64, error) {
 // Search ranks documents matching the analyzed query text in the given
 // fields (nil or empty = all configured fields) and returns at most k hits,
 // best first; ties are broken by ascending PK so results are deterministic
-// (rule T-S3). Query terms are ORed; a document's score is the sum of its
-// per-field BM25 scores (rule T-S1). filter, if not nil, keeps only PKs for
-// which it returns true; the top k is taken after filtering (rule T-S4).
+// (rule TXT-S3). Query terms are ORed; a document's score is the sum of its
+// per-field BM25 scores (rule TXT-S1). filter, if not nil, keeps only PKs for
+// which it returns true; the top k is taken after filtering (rule TXT-S4).
 func (x *Index) Search(queryText string, fields []string, k int, filter func(pk string) bool) ([]Hit, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("text: k must be positive, got %d", k)
@@ -424,7 +424,7 @@ func (x *Index) Search(queryText string, fields []string, k int, filter func(pk 
 	}
 }
 
-// sortHits orders hits by (score desc, pk asc) (rule T-S3).
+// sortHits orders hits by (score desc, pk asc) (rule TXT-S3).
 func sortHits(h []Hit) {
 	sort.Slice(h, func(i, j int) bool {
 		if h[i].Score != h[j].Score {
@@ -435,7 +435,7 @@ func sortHits(h []Hit) {
 }
 
 // Reset removes every document and the mark, keeping the field list, so the
-// caller can rebuild from its document store (rule T-P4).
+// caller can rebuild from its document store (rule TXT-P4).
 func (x *Index) Reset() error {
 	for {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)

@@ -57,7 +57,7 @@ func up(pk string, kv ...string) Op {
 	return Op{PK: pk, Fields: f}
 }
 
-// Rule T-S1: scores are BM25 (k1=1.2, b=0.75) as computed by bleve, not TF-IDF.
+// Rule TXT-S1: scores are BM25 (k1=1.2, b=0.75) as computed by bleve, not TF-IDF.
 func TestBM25ScoreMatchesFormula(t *testing.T) {
 	x := mustOpen(t, "", "body")
 	require.NoError(t, x.Apply([]Op{
@@ -71,7 +71,7 @@ func TestBM25ScoreMatchesFormula(t *testing.T) {
 	require.Equal(t, []string{"d1"}, pks(hits))
 
 	// bleve's BM25: idf = ln(1 + (N-n+0.5)/(n+0.5)); avgdl = ceil(distinct
-	// terms in the field / N) (a bleve simplification, see spec T-S1);
+	// terms in the field / N) (a bleve simplification, see spec TXT-S1);
 	// fieldLength from the stored norm = number of tokens.
 	N, n := 4.0, 1.0
 	idf := math.Log(1 + (N-n+0.5)/(n+0.5))
@@ -88,7 +88,7 @@ func TestBM25ScoreMatchesFormula(t *testing.T) {
 	require.Greater(t, hits[0].Score, 0.0)
 }
 
-// Rule T-S1: rarer terms weigh more (idf), shorter fields rank higher for the
+// Rule TXT-S1: rarer terms weigh more (idf), shorter fields rank higher for the
 // same term frequency (length normalization), term frequency saturates.
 func TestBM25RankingProperties(t *testing.T) {
 	x := mustOpen(t, "", "body")
@@ -110,7 +110,7 @@ func TestBM25RankingProperties(t *testing.T) {
 	require.Equal(t, []string{"c3", "rare", "c1", "c2"}, pks(hits))
 }
 
-// Rule T-S3: equal scores are ordered by ascending PK.
+// Rule TXT-S3: equal scores are ordered by ascending PK.
 func TestTiesOrderedByPK(t *testing.T) {
 	x := mustOpen(t, "", "body")
 	var ops []Op
@@ -142,7 +142,7 @@ func TestTiesOrderedByPK(t *testing.T) {
 	require.Equal(t, []string{"t000", "t001", "t002", "t003", "t004"}, pks(hits[20:]))
 }
 
-// Rules T-A1, T-A2: ops apply in order, last op for a PK wins, an upsert
+// Rules TXT-A1, TXT-A2: ops apply in order, last op for a PK wins, an upsert
 // replaces all fields, delete removes.
 func TestApplyOrderAndReplace(t *testing.T) {
 	x := mustOpen(t, "", "title", "body")
@@ -171,7 +171,7 @@ func TestApplyOrderAndReplace(t *testing.T) {
 	require.NoError(t, x.Apply([]Op{{PK: "nope", Delete: true}}))
 }
 
-// Rule T-S2: field restriction.
+// Rule TXT-S2: field restriction.
 func TestSearchFieldRestriction(t *testing.T) {
 	x := mustOpen(t, "", "title", "body")
 	require.NoError(t, x.Apply([]Op{
@@ -192,7 +192,7 @@ func TestSearchFieldRestriction(t *testing.T) {
 	require.Equal(t, []string{"1"}, pks(h))
 }
 
-// Rule T-A3 and T-S5: bad input is an error naming what was wrong, and a
+// Rule TXT-A3 and TXT-S5: bad input is an error naming what was wrong, and a
 // rejected batch changes nothing.
 func TestBadInput(t *testing.T) {
 	_, err := Open("", nil)
@@ -218,7 +218,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "k must be positive, got 0")
 }
 
-// Rule T-S4: the filter is applied before taking the top k, also when the
+// Rule TXT-S4: the filter is applied before taking the top k, also when the
 // survivors are deep in the ranking.
 func TestSearchFilterDeep(t *testing.T) {
 	x := mustOpen(t, "", "body")
@@ -245,7 +245,7 @@ func TestSearchFilterDeep(t *testing.T) {
 	require.Empty(t, h)
 }
 
-// Rules T-P1..T-P4: on-disk index survives Close/Open with its mark; a
+// Rules TXT-P1..TXT-P4: on-disk index survives Close/Open with its mark; a
 // different field list is refused; Reset clears docs and mark.
 func TestOnDiskReopenAndMark(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "text")
@@ -371,7 +371,7 @@ func TestDestroyEmpty(t *testing.T) {
 	require.True(t, errors.Is(fmt.Errorf("x: %w", target), ErrFieldsMismatch))
 }
 
-// Rule T-P5: a scratch index matches exactly what an in-memory one matches
+// Rule TXT-P5: a scratch index matches exactly what an in-memory one matches
 // after the same ops applied in many small batches,
 // while scorch merges its segments: the segment count falls well below the
 // number of batches. Seeded.
@@ -412,7 +412,7 @@ func TestScratchMatchesMemoryAndMerges(t *testing.T) {
 	require.Equal(t, nm, ns, "seed %d", s)
 	// Same matches. (Not the same scores: bleve sums term statistics over
 	// segments, so BM25's average field length depends on the segment
-	// layout, T-S1.)
+	// layout, TXT-S1.)
 	for _, q := range append(vocab, "alpha bravo", "golf india juliet") {
 		hm, err := mem.Search(q, nil, 1000, nil)
 		require.NoError(t, err)
@@ -444,7 +444,7 @@ func TestScratchMatchesMemoryAndMerges(t *testing.T) {
 	}
 }
 
-// Rule T-P5: Close removes the scratch directory; OpenScratch removes the
+// Rule TXT-P5: Close removes the scratch directory; OpenScratch removes the
 // scratch directories of processes that are gone and keeps those of live
 // ones.
 func TestScratchDirectories(t *testing.T) {
@@ -472,9 +472,9 @@ func TestScratchDirectories(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "Close left %s: %v", x.dir, err)
 }
 
-// Rule T-P6: documents carry only the configured fields (and bleve's _id),
+// Rule TXT-P6: documents carry only the configured fields (and bleve's _id),
 // not the mapping's unused "_all" composite; what they index is what the
-// mapping indexes for those fields (T-S1 scores are checked by
+// mapping indexes for those fields (TXT-S1 scores are checked by
 // TestBM25ScoreMatchesFormula).
 func TestDocumentsCarryOnlyConfiguredFields(t *testing.T) {
 	x := mustOpen(t, "", "title", "body.text")

@@ -12,7 +12,7 @@ import (
 // recall@10 of 0.17-0.54 on 4,000 random 32-dim vectors even at ef=800: its
 // layer search stops at the first expansion that does not beat the current
 // best result, so it is a greedy walk rather than a beam search (see
-// specs/emulator-text-vector.md, V-H1).
+// specs/emulator-text-vector.md, VEC-H1).
 //
 // Nodes are append-only ordinals; a node is never unlinked. Tombstoning is the
 // caller's business (graph.nodePK), which keeps dead nodes as stepping stones

@@ -13,7 +13,7 @@
 // nodes. Falling back to the exact scan whenever the graph cannot produce k
 // live, filter-passing results keeps answers complete.
 //
-// Distances (rule V-M1..V-M3 in specs/emulator-text-vector.md):
+// Distances (rule VEC-M1..VEC-M3 in specs/emulator-text-vector.md):
 //   - Cosine: vectors are normalized on insert (a zero vector is rejected);
 //     Distance = 1 - cos(q, v) in [0, 2], Score = cos(q, v).
 //   - L2: Distance = ||q - v||, Score = 1 / (1 + Distance).
@@ -21,7 +21,7 @@
 // Results are ordered by (Distance asc, PK asc).
 //
 // The index is in memory only; the emulator rebuilds it from its document
-// store on start (rule V-P1). An Index is safe for concurrent use (one writer
+// store on start (rule VEC-P1). An Index is safe for concurrent use (one writer
 // or many readers at a time).
 package vector
 
@@ -339,7 +339,7 @@ func (x *Index) Search(q []float32, k int) ([]Hit, error) {
 // SearchFiltered returns the k nearest vectors whose pk passes filter (nil =
 // all). With the HNSW graph the filter is applied to its candidates and the
 // search falls back to the exact scan if fewer than k survive while more than
-// that many vectors exist (rule V-S3).
+// that many vectors exist (rule VEC-S3).
 func (x *Index) SearchFiltered(q []float32, k int, filter func(pk string) bool) ([]Hit, error) {
 	qv, err := x.checkQuery(q, k)
 	if err != nil {

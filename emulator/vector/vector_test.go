@@ -78,7 +78,7 @@ func bruteForce(m Metric, data map[string][]float32, q []float32, k int, filter 
 	return out
 }
 
-// Rules V-S1, V-M1, V-M2: exact search equals brute force for both metrics
+// Rules VEC-S1, VEC-M1, VEC-M2: exact search equals brute force for both metrics
 // through a seeded random sequence of upserts, replacements and deletes.
 func TestExactMatchesBruteForce(t *testing.T) {
 	s := seed(t)
@@ -122,7 +122,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 	}
 }
 
-// Rule V-M1/V-M2: distance and score values on a hand-checked example.
+// Rule VEC-M1/VEC-M2: distance and score values on a hand-checked example.
 func TestDistanceAndScore(t *testing.T) {
 	c, err := New(2, Cosine)
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestDistanceAndScore(t *testing.T) {
 	require.InDelta(t, 1.0/6, h[0].Score, 1e-6)
 }
 
-// Rule V-S2: ties by ascending PK.
+// Rule VEC-S2: ties by ascending PK.
 func TestTiesByPK(t *testing.T) {
 	x, err := New(2, L2)
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestTiesByPK(t *testing.T) {
 	require.Equal(t, "c", h[2].PK)
 }
 
-// Rule V-E1: bad input errors name the problem.
+// Rule VEC-E1: bad input errors name the problem.
 func TestBadInput(t *testing.T) {
 	_, err := New(0, Cosine)
 	require.ErrorContains(t, err, "dimension must be positive, got 0")
@@ -196,7 +196,7 @@ func TestBadInput(t *testing.T) {
 	require.False(t, y.Delete("nope"))
 }
 
-// Rule V-H2: the stored vector is a copy; mutating the caller's slice does
+// Rule VEC-H2: the stored vector is a copy; mutating the caller's slice does
 // not change the index.
 func TestUpsertCopies(t *testing.T) {
 	x, err := New(2, L2)
@@ -237,7 +237,7 @@ func recallAt(got []Hit, want []Hit) float64 {
 	return float64(n) / float64(len(want))
 }
 
-// Rule V-H1: above the threshold the HNSW graph answers with recall@10 >= 0.9
+// Rule VEC-H1: above the threshold the HNSW graph answers with recall@10 >= 0.9
 // against the exact scan on a seeded random set, for both metrics.
 func TestHNSWRecall(t *testing.T) {
 	s := seed(t)
@@ -267,7 +267,7 @@ func TestHNSWRecall(t *testing.T) {
 	}
 }
 
-// Rules V-H2, V-H3: with the graph active, deleted and replaced vectors are
+// Rules VEC-H2, VEC-H3: with the graph active, deleted and replaced vectors are
 // never returned, replacements are found at their new position, the graph
 // is rebuilt when tombstones pile up, and dropped below half the threshold.
 func TestHNSWDeletesAndReplacements(t *testing.T) {
@@ -372,7 +372,7 @@ func TestConcurrentSearchAndUpsert(t *testing.T) {
 	wg.Wait()
 }
 
-// Rule V-C1: a graph build runs under the writer lock only; searches keep
+// Rule VEC-C1: a graph build runs under the writer lock only; searches keep
 // being answered (from the exact scan here) while it is in progress.
 func TestSearchNotBlockedByBuild(t *testing.T) {
 	s := seed(t)

@@ -25,7 +25,7 @@ type EmbeddedConfig struct {
 
 // Embedded is a whole embedded upstream on the wall clock: the cluster,
 // its SQL front, the PD/TiKV/CDC gRPC servers and the MySQL front; what a
-// real TiDB cluster offers its clients (PD endpoints and a MySQL DSN). (U1)
+// real TiDB cluster offers its clients (PD endpoints and a MySQL DSN). (MY-U1)
 type Embedded struct {
 	Cluster *fakeupstream.Cluster
 	SQL     *sqlfront.Server

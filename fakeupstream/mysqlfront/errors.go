@@ -9,7 +9,7 @@ import (
 )
 
 // Error is what an ERR packet carries: a MySQL error code, its SQLSTATE and
-// the message (E1).
+// the message (MY-E1).
 type Error struct {
 	Code    uint16
 	State   string
@@ -52,7 +52,7 @@ func errUnsupported(format string, args ...any) *Error {
 }
 
 // toMySQLError maps an error of the SQL front (or of this package) to a
-// MySQL error code and SQLSTATE (E2). The message keeps the original text,
+// MySQL error code and SQLSTATE (MY-E2). The message keeps the original text,
 // so the place and the construct are not lost.
 func toMySQLError(err error) *Error {
 	var me *Error

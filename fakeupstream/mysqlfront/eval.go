@@ -42,7 +42,7 @@ type val struct {
 	r     *big.Rat
 	scale int
 	s     string
-	// ci: a string from a case-insensitive collation column (R4).
+	// ci: a string from a case-insensitive collation column (MY-R4).
 	ci bool
 	tp byte
 }
@@ -198,7 +198,7 @@ func (v val) toInt() (int64, error) {
 	return int64(f), nil
 }
 
-// compareVals orders two non-NULL values (R4): numbers numerically
+// compareVals orders two non-NULL values (MY-R4): numbers numerically
 // (exactly for integers and decimals), a number against a string as
 // doubles, strings byte-wise, or case-insensitively when either side comes
 // from a _ci column.
@@ -520,7 +520,7 @@ func (e *env) binary(n *ast.BinaryOperationExpr) (val, error) {
 	return arith(n.Op, l, r)
 }
 
-// arith evaluates + - * / % DIV (R4): integers stay integers (overflow
+// arith evaluates + - * / % DIV (MY-R4): integers stay integers (overflow
 // goes exact through decimals), decimals stay exact, anything with a float
 // or a string is a double; / of exact numbers is a decimal with 4 more
 // digits; a zero divisor gives NULL.
@@ -712,7 +712,7 @@ func (e *env) args(n *ast.FuncCallExpr) ([]val, error) {
 	return out, nil
 }
 
-// call evaluates the scalar functions the front knows (R4).
+// call evaluates the scalar functions the front knows (MY-R4).
 func (e *env) call(n *ast.FuncCallExpr) (val, error) {
 	name := n.FnName.L
 	args, err := e.args(n)

@@ -18,7 +18,7 @@ import (
 )
 
 // expand applies an UPDATE or DELETE that the SQL front rejected as
-// unsupported (D1): the table is read at the current ts, WHERE / SET /
+// unsupported (MY-D1): the table is read at the current ts, WHERE / SET /
 // ORDER BY / LIMIT are evaluated here, and the result is written as one
 // transaction of per-row statements keyed by the primary key, which the SQL
 // front does support. Only in autocommit mode (a read at the current ts
@@ -295,7 +295,7 @@ func valLiteral(v val) string {
 }
 
 // insertID computes LAST_INSERT_ID for an auto-committed INSERT that let
-// the SQL front generate an AUTO_INCREMENT value (D2): the front allocates
+// the SQL front generate an AUTO_INCREMENT value (MY-D2): the front allocates
 // increasing values under one lock, so the largest value at the commit ts
 // is the last one generated and the first is n-1 below it. Inside a
 // transaction (no commit ts yet) it is not known.

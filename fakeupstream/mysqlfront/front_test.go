@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// P1, V1, V2, R1: what go-sql-driver and the mysql CLI send at connect is
+// MY-P1, MY-V1, MY-V2, MY-R1: what go-sql-driver and the mysql CLI send at connect is
 // answered, and simple SELECTs without a table work.
 func TestConnectAndSessionQueries(t *testing.T) {
 	f := startFront(t)
@@ -53,7 +53,7 @@ func TestConnectAndSessionQueries(t *testing.T) {
 	requireMySQLError(t, err, ErUnknownSystemVar)
 }
 
-// S2 via the wire, Q1, R1, D1: DDL, DML with interpolated parameters,
+// S2 via the wire, MY-Q1, MY-R1, MY-D1: DDL, DML with interpolated parameters,
 // SELECT with WHERE/ORDER BY/LIMIT, and UPDATE/DELETE with expressions the
 // SQL front leaves to this package (CONCAT, %).
 func TestDDLDMLAndSelect(t *testing.T) {
@@ -106,7 +106,7 @@ func TestDDLDMLAndSelect(t *testing.T) {
 	requireMySQLError(t, err, ErBadDB)
 }
 
-// Q2: explicit transactions (go-sql-driver's BEGIN/COMMIT/ROLLBACK) and
+// MY-Q2: explicit transactions (go-sql-driver's BEGIN/COMMIT/ROLLBACK) and
 // autocommit=0 on one connection.
 func TestTransactions(t *testing.T) {
 	f := startFront(t)
@@ -124,7 +124,7 @@ func TestTransactions(t *testing.T) {
 	mustExec(t, tx, "UPDATE tx.t SET v = 20 WHERE id = 2")
 	require.NoError(t, tx.Commit())
 	require.Equal(t, [][]string{{"1", "1"}, {"2", "20"}}, queryStrings(t, f.db, "SELECT id, v FROM tx.t ORDER BY id"))
-	// D1: an expression UPDATE is evaluated here only outside a transaction.
+	// MY-D1: an expression UPDATE is evaluated here only outside a transaction.
 	tx, err = f.db.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	_, err = tx.ExecContext(ctx, "UPDATE tx.t SET v = v % 7 WHERE id % 2 = 0")
@@ -146,7 +146,7 @@ func TestTransactions(t *testing.T) {
 	require.Equal(t, [][]string{{"4"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM tx.t"))
 }
 
-// R2: AS OF TIMESTAMP at two timestamps shows the two versions; TSO,
+// MY-R2: AS OF TIMESTAMP at two timestamps shows the two versions; TSO,
 // integer and datetime forms; a future ts is refused; tidb_snapshot.
 func TestSelectAsOf(t *testing.T) {
 	f := startFront(t)
@@ -192,7 +192,7 @@ func TestSelectAsOf(t *testing.T) {
 	require.Equal(t, at2, queryStrings(t, conn, "SELECT id, v FROM h.t ORDER BY id"))
 }
 
-// R3: TIDB_TABLE_ID of information_schema.tables is the SQL front's table
+// MY-R3: TIDB_TABLE_ID of information_schema.tables is the SQL front's table
 // id; schemata lists databases.
 func TestInformationSchemaTableID(t *testing.T) {
 	f := startFront(t)
@@ -213,7 +213,7 @@ func TestInformationSchemaTableID(t *testing.T) {
 	require.Equal(t, [][]string{{"tidb_ddl_history"}, {"tidb_ddl_job"}}, queryStrings(t, f.db, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'mysql' ORDER BY table_name"))
 }
 
-// E1, E2, P5, Q4: errors come back as *mysql.MySQLError with MySQL's codes.
+// MY-E1, MY-E2, MY-P5, MY-Q4: errors come back as *mysql.MySQLError with MySQL's codes.
 func TestErrors(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE e")
@@ -266,7 +266,7 @@ func TestErrors(t *testing.T) {
 	require.Contains(t, me.Message, "interpolateParams=true")
 }
 
-// Q3: connections are independent sessions and run concurrently.
+// MY-Q3: connections are independent sessions and run concurrently.
 func TestConcurrentConnections(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE c")
@@ -305,7 +305,7 @@ func TestConcurrentConnections(t *testing.T) {
 	require.Equal(t, [][]string{{"25"}}, queryStrings(t, f.db, "SELECT COUNT(*) FROM c.t WHERE w = 3"))
 }
 
-// D2: LAST_INSERT_ID of auto-committed inserts into AUTO_INCREMENT tables.
+// MY-D2: LAST_INSERT_ID of auto-committed inserts into AUTO_INCREMENT tables.
 func TestLastInsertID(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE a")
@@ -321,7 +321,7 @@ func TestLastInsertID(t *testing.T) {
 	require.Equal(t, [][]string{{strconv.FormatInt(id1, 10)}}, got)
 }
 
-// P1: a DSN with a database selects it; errors from the driver are typed.
+// MY-P1: a DSN with a database selects it; errors from the driver are typed.
 func TestDSNWithDatabase(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE withdb")
@@ -345,7 +345,7 @@ func (c *rawClient) command(cmd byte, body string) []byte {
 	return m
 }
 
-// P1, Q1, Q2, Q4: COM_PING, COM_INIT_DB, multi-statement queries with
+// MY-P1, MY-Q1, MY-Q2, MY-Q4: COM_PING, COM_INIT_DB, multi-statement queries with
 // MORE_RESULTS_EXISTS, IN_TRANS status, COM_RESET_CONNECTION,
 // COM_STMT_PREPARE refused, COM_QUIT closes.
 func TestRawCommands(t *testing.T) {
@@ -414,7 +414,7 @@ func TestRawCommands(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF, "COM_QUIT closes the connection")
 }
 
-// P5: a client that answers for another auth plugin (mysql 8 clients
+// MY-P5: a client that answers for another auth plugin (mysql 8 clients
 // default to caching_sha2_password) is switched to mysql_native_password.
 func TestAuthSwitch(t *testing.T) {
 	f := startFront(t)
@@ -446,7 +446,7 @@ func TestAuthSwitch(t *testing.T) {
 	require.Equal(t, byte(0x00), ok[0])
 }
 
-// R4: expression semantics of the evaluator, as the wire shows them.
+// MY-R4: expression semantics of the evaluator, as the wire shows them.
 func TestExpressions(t *testing.T) {
 	f := startFront(t)
 	mustExec(t, f.db, "CREATE DATABASE x")
@@ -483,7 +483,7 @@ func TestExpressions(t *testing.T) {
 	}
 }
 
-// P2: a message longer than one packet is split into 0xffffff-byte packets
+// MY-P2: a message longer than one packet is split into 0xffffff-byte packets
 // and joined again on read.
 func TestPacketSplitting(t *testing.T) {
 	var buf bytes.Buffer
@@ -505,7 +505,7 @@ func TestPacketSplitting(t *testing.T) {
 	require.Equal(t, uint8(3), r.seq)
 }
 
-// P6: Close ends open connections and is idempotent; later dials fail.
+// MY-P6: Close ends open connections and is idempotent; later dials fail.
 func TestCloseEndsConnections(t *testing.T) {
 	f := startFront(t)
 	c := dialRaw(t, f.srv.Addr())

@@ -35,7 +35,7 @@ func validHandshakeResponse() []byte {
 	return append(resp, nativePassword+"\x00"...)
 }
 
-// P4: the handshake-response decoder never panics on any input and names
+// MY-P4: the handshake-response decoder never panics on any input and names
 // the malformed field.
 func FuzzHandshakeResponse(f *testing.F) {
 	f.Add(validHandshakeResponse())
@@ -109,7 +109,7 @@ func runStream(t *testing.T, stream []byte) {
 	}
 }
 
-// P4, Q1: any byte stream after the handshake (commands, broken frames,
+// MY-P4, MY-Q1: any byte stream after the handshake (commands, broken frames,
 // arbitrary SQL) ends the connection cleanly: no panic, no hang.
 func FuzzConnStream(f *testing.F) {
 	q := func(seq byte, s string) []byte { return packet(seq, append([]byte{comQuery}, s...)) }
@@ -133,7 +133,7 @@ func FuzzConnStream(f *testing.F) {
 	})
 }
 
-// P2, P3, P4: malformed input is answered with an ERR packet where the
+// MY-P2, MY-P3, MY-P4: malformed input is answered with an ERR packet where the
 // protocol allows one, logged with what was wrong, and the connection is
 // closed.
 func TestMalformedPacketsCloseConnection(t *testing.T) {

@@ -34,7 +34,7 @@ func goldenLiteral(col string, v *string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// T1, T2: the real server's script and rows replayed through this front
+// MY-T1, MY-T2: the real server's script and rows replayed through this front
 // (DDL and INSERT over the wire); SELECT * through go-sql-driver returns,
 // column by column, the text the real tidb-server returned (the capture
 // prints binary and BIT values as 0x-hex, the wire carries their bytes).

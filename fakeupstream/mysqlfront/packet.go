@@ -9,7 +9,7 @@ import (
 )
 
 // maxPayload is the largest payload of one wire packet; a longer message is
-// split into 0xffffff-byte packets followed by a shorter one (P2).
+// split into 0xffffff-byte packets followed by a shorter one (MY-P2).
 const maxPayload = 1<<24 - 1
 
 // packetIO reads and writes MySQL packets on one connection and keeps the
@@ -22,11 +22,11 @@ type packetIO struct {
 	maxMessage int
 }
 
-// errPacketTooLarge is returned for a message over maxMessage (P3).
+// errPacketTooLarge is returned for a message over maxMessage (MY-P3).
 var errPacketTooLarge = errors.New("got a packet bigger than 'max_allowed_packet' bytes")
 
 // errOutOfOrder is returned for a packet whose sequence id is not the
-// expected one (P2).
+// expected one (MY-P2).
 type errOutOfOrder struct{ got, want uint8 }
 
 func (e errOutOfOrder) Error() string {
@@ -105,7 +105,7 @@ func appendLenEncString(b []byte, s []byte) []byte {
 func appendUint16(b []byte, v uint16) []byte { return binary.LittleEndian.AppendUint16(b, v) }
 func appendUint32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
 
-// ---- decoding helpers: every read is bounds-checked (P4) ----
+// ---- decoding helpers: every read is bounds-checked (MY-P4) ----
 
 // reader walks a payload; the first failed read sets err and later reads
 // return zero values.

@@ -6,7 +6,7 @@ import (
 )
 
 // ServerVersion is what the handshake and VERSION() announce: TiDB's form,
-// so clients that sniff "TiDB" in the version take their TiDB paths (P1).
+// so clients that sniff "TiDB" in the version take their TiDB paths (MY-P1).
 const ServerVersion = "8.0.11-TiDB-v8.5.0-sfemu"
 
 // VersionComment answers @@version_comment (the mysql CLI prints it).
@@ -103,7 +103,7 @@ type handshakeResponse struct {
 }
 
 // parseHandshakeResponse decodes HandshakeResponse41; it never panics and
-// names the field that was malformed (P4).
+// names the field that was malformed (MY-P4).
 func parseHandshakeResponse(b []byte) (handshakeResponse, error) {
 	r := &reader{b: b, what: "handshake response"}
 	var h handshakeResponse

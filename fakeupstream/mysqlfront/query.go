@@ -29,7 +29,7 @@ type outcome struct {
 
 // query runs a COM_QUERY: every statement of it in order, each answered
 // with its own result (MORE_RESULTS_EXISTS on all but the last); the
-// first failing statement ends the batch with an ERR packet. (Q1)
+// first failing statement ends the batch with an ERR packet. (MY-Q1)
 func (c *conn) query(sql string) {
 	stmts, _, err := c.parser.Parse(sql, "utf8mb4", "utf8mb4_bin")
 	if err != nil {
@@ -146,7 +146,7 @@ func (c *conn) exec(st ast.StmtNode) (outcome, error) {
 
 // ---- variables ----
 
-// sysVarDefaults are the session variables the front answers (V1).
+// sysVarDefaults are the session variables the front answers (MY-V1).
 var sysVarDefaults = map[string]string{
 	"max_allowed_packet":       "67108864",
 	"version":                  ServerVersion,
@@ -231,7 +231,7 @@ func (c *conn) variable(n *ast.VariableExpr) (val, error) {
 // set applies SET: session variables are remembered (and answered by
 // SELECT @@name), autocommit switches the session's transaction mode,
 // tidb_snapshot sets the ts plain SELECTs read at; SET NAMES and SET
-// TRANSACTION are accepted and change nothing. (V2)
+// TRANSACTION are accepted and change nothing. (MY-V2)
 func (c *conn) set(st *ast.SetStmt) error {
 	e := &env{c: c}
 	for _, a := range st.Variables {
@@ -303,7 +303,7 @@ func parseBoolVar(v val) (bool, error) {
 }
 
 // parseTs turns an AS OF / tidb_snapshot value into a TSO: a TSO integer,
-// or a datetime string read as UTC (R2).
+// or a datetime string read as UTC (MY-R2).
 func (c *conn) parseTs(v val) (uint64, error) {
 	switch v.k {
 	case vInt, vUint:

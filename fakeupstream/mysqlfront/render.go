@@ -23,7 +23,7 @@ var collationIDs = map[string]uint16{
 	"gbk_bin": 87, "gbk_chinese_ci": 28,
 }
 
-// columnOf is the column definition of a stored column (T1): the wire type
+// columnOf is the column definition of a stored column (MY-T1): the wire type
 // MySQL uses for the column type, its flags, collation, display length in
 // bytes and decimals.
 func columnOf(ft *types.FieldType, name, orgName, table, orgTable, schema string) column {
@@ -104,7 +104,7 @@ func columnOfVal(v val, name string) column {
 	return col
 }
 
-// renderDatum is the text-protocol form of a stored value (T2): binary
+// renderDatum is the text-protocol form of a stored value (MY-T2): binary
 // strings and BIT values as their raw bytes, everything else in TiDB's
 // canonical text (decimals with their scale, datetimes with their fsp, JSON
 // as TiDB prints it); NULL is nil.

@@ -32,7 +32,7 @@ type relation struct {
 	rows [][]value.Datum
 }
 
-// selectStmt evaluates the SELECT subset (R1): one table or none, WHERE,
+// selectStmt evaluates the SELECT subset (MY-R1): one table or none, WHERE,
 // DISTINCT, aggregates without GROUP BY, ORDER BY, LIMIT.
 func (c *conn) selectStmt(st *ast.SelectStmt) (*resultSet, error) {
 	if st.GroupBy != nil || st.Having != nil {
@@ -342,7 +342,7 @@ func collectAggs(fs []*ast.SelectField) []*ast.AggregateFuncExpr {
 	return ac.out
 }
 
-// aggregate evaluates COUNT, SUM, AVG, MIN, MAX over rows (R1).
+// aggregate evaluates COUNT, SUM, AVG, MIN, MAX over rows (MY-R1).
 func (e *env) aggregate(a *ast.AggregateFuncExpr, rows [][]value.Datum) (val, error) {
 	name := strings.ToLower(a.F)
 	if len(a.Args) != 1 {
@@ -409,7 +409,7 @@ func (e *env) aggregate(a *ast.AggregateFuncExpr, rows [][]value.Datum) (val, er
 	return acc, nil
 }
 
-// from loads the relation of the FROM clause (R1, R2, R3).
+// from loads the relation of the FROM clause (MY-R1, MY-R2, MY-R3).
 func (c *conn) from(fr *ast.TableRefsClause) (*relation, error) {
 	if fr == nil {
 		return &relation{rows: [][]value.Datum{{}}}, nil
@@ -472,7 +472,7 @@ func (c *conn) from(fr *ast.TableRefsClause) (*relation, error) {
 }
 
 // readTs is the ts a SELECT reads at: AS OF TIMESTAMP, else the session's
-// tidb_snapshot, else a fresh TSO (R2).
+// tidb_snapshot, else a fresh TSO (MY-R2).
 func (c *conn) readTs(asOf *ast.AsOfClause) (uint64, error) {
 	cl := c.srv.sql.Cluster()
 	now, err := cl.CurrentTs(c.ctx)
@@ -520,7 +520,7 @@ type catDB struct {
 }
 
 // readCatalog lists databases and tables from the meta hash keys at ts,
-// as TiDB's infoschema would load them (R3).
+// as TiDB's infoschema would load them (MY-R3).
 func (c *conn) readCatalog(ts uint64) ([]catDB, error) {
 	cl := c.srv.sql.Cluster()
 	scan := func(name string) ([][2][]byte, error) {
@@ -571,7 +571,7 @@ func (c *conn) readCatalog(ts uint64) ([]catDB, error) {
 	return out, nil
 }
 
-// infoSchema serves information_schema.tables and .schemata (R3).
+// infoSchema serves information_schema.tables and .schemata (MY-R3).
 func (c *conn) infoSchema(table, qual string, ts uint64) (*relation, error) {
 	cat, err := c.readCatalog(ts)
 	if err != nil {

@@ -53,7 +53,7 @@ type Server struct {
 }
 
 // Start listens on addr (host:port; port 0 picks one) and serves MySQL
-// clients on it until Close. (P1)
+// clients on it until Close. (MY-P1)
 func Start(srv *sqlfront.Server, addr string) (*Server, error) {
 	return StartConfig(srv, Config{Addr: addr})
 }
@@ -93,7 +93,7 @@ func (s *Server) DSN(db string) string {
 }
 
 // Close stops accepting, closes every connection (an open transaction is
-// rolled back) and returns when all connection goroutines have ended. (P6)
+// rolled back) and returns when all connection goroutines have ended. (MY-P6)
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -193,7 +193,7 @@ func (s *Server) newConn(nc net.Conn, id uint32) *conn {
 var panicHook atomic.Pointer[func(any)]
 
 // serve runs the handshake and then the command loop. Any protocol error
-// closes the connection after logging what and where (P4).
+// closes the connection after logging what and where (MY-P4).
 func (c *conn) serve() {
 	defer func() {
 		if r := recover(); r != nil {
@@ -296,7 +296,7 @@ func (c *conn) handshake() error {
 	auth := h.authResp
 	if h.caps&capPluginAuth != 0 && h.plugin != "" && h.plugin != nativePassword {
 		// The client answered for another plugin: switch it to
-		// mysql_native_password and take its new answer. (P5)
+		// mysql_native_password and take its new answer. (MY-P5)
 		if err := c.pio.writeMessage(authSwitchRequest(salt)); err != nil {
 			return err
 		}

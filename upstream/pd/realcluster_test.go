@@ -21,7 +21,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
 
-// The real-cluster suite (R1) runs against a TiDB cluster, e.g.
+// The real-cluster suite (RC1) runs against a TiDB cluster, e.g.
 //
 //	tiup playground --without-monitor
 //	SFEMU_TIDB_PD=127.0.0.1:2379 SFEMU_TIDB_DSN='root@tcp(127.0.0.1:4000)/' \

@@ -264,7 +264,7 @@ func TestGCRetention(t *testing.T) {
 	}
 }
 
-// fakeSource records subscriptions (rule S3).
+// fakeSource records subscriptions (rule SS3).
 type fakeSource struct {
 	subs []fakeSub
 }

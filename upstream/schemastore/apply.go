@@ -9,7 +9,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
-// systemSchemas are never replicated (rule S20).
+// systemSchemas are never replicated (rule SS20).
 var systemSchemas = map[string]bool{
 	"mysql": true, "information_schema": true, "performance_schema": true, "metrics_schema": true,
 	"sys": true, "tidb_cdc": true, "lightning_task_info": true, "workload_schema": true,
@@ -18,7 +18,7 @@ var systemSchemas = map[string]bool{
 // IsSystemSchema reports whether a (lower-case) schema name is one the store ignores.
 func IsSystemSchema(name string) bool { return systemSchemas[strings.ToLower(name)] }
 
-// skippedActions carry no schema change a CDC consumer needs (rule S21).
+// skippedActions carry no schema change a CDC consumer needs (rule SS21).
 var skippedActions = map[model.ActionType]bool{
 	model.ActionLockTable: true, model.ActionUnlockTable: true, model.ActionRepairTable: true,
 	model.ActionSetTiFlashReplica: true, model.ActionUpdateTiFlashReplicaStatus: true,
@@ -34,7 +34,7 @@ var skippedActions = map[model.ActionType]bool{
 }
 
 // alterActions change one table's definition (and possibly its physical
-// partition ids); they are applied by diffing old and new TableInfo (S30).
+// partition ids); they are applied by diffing old and new TableInfo (SS30).
 var alterActions = map[model.ActionType]bool{
 	model.ActionAddColumn: true, model.ActionDropColumn: true, model.ActionAddIndex: true, model.ActionDropIndex: true,
 	model.ActionAddForeignKey: true, model.ActionDropForeignKey: true, model.ActionModifyColumn: true,
@@ -403,7 +403,7 @@ func (h *history) applyRenameTables(job *model.Job, ev *DDLEvent, ts uint64, ver
 // renameTablesTargets finds each table's new schema id. Sources, in order:
 // job version 1 raw_args (positional: old schema ids, new schema ids, new
 // names, table ids, ...), version 2 raw_args (rename_table_infos), and
-// involving_schema_info (old, new) name pairs (rule S33).
+// involving_schema_info (old, new) name pairs (rule SS33).
 func (h *history) renameTablesTargets(job *model.Job, infos []*model.TableInfo) map[int64]int64 {
 	out := map[int64]int64{}
 	if len(job.RawArgs) > 0 {
@@ -458,7 +458,7 @@ func (h *history) renameTablesTargets(job *model.Job, infos []*model.TableInfo) 
 
 // applyExchange handles EXCHANGE PARTITION: the partition's id and the
 // normal table's id swap owners (data is not copied), so no subscription
-// changes, but both physical ids get a new version (rule S34).
+// changes, but both physical ids get a new version (rule SS34).
 func (h *history) applyExchange(job *model.Job, ev *DDLEvent, ts uint64, ver int64, ch *changeSet) (string, error) {
 	ptNew := job.BinlogInfo.TableInfo
 	if ptNew == nil || !ptNew.IsPartitioned() {
@@ -491,7 +491,7 @@ func (h *history) applyExchange(job *model.Job, ev *DDLEvent, ts uint64, ver int
 
 // applyAlter handles every DDL that changes one table's definition,
 // including partition DDLs: new and removed physical ids come from
-// diffing the old and new partition definitions (rule S30).
+// diffing the old and new partition definitions (rule SS30).
 func (h *history) applyAlter(job *model.Job, ev *DDLEvent, ts uint64, ver int64, ch *changeSet) (string, error) {
 	ti := job.BinlogInfo.TableInfo
 	if ti == nil {

@@ -17,5 +17,5 @@
 // The runtime API mirrors TiCDC's schema store names: RegisterKeyspace,
 // GetTableDDLEventState, RegisterTable, GetTableInfo (never blocks),
 // FetchTableTriggerDDLEvents. Rules, divergences from TiCDC and the on-disk
-// layout are in specs/schemastore.md (S1-S60); the code cites them.
+// layout are in specs/schemastore.md (SS1-SS60); the code cites them.
 package schemastore

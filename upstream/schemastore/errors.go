@@ -8,7 +8,7 @@ import (
 // Sentinel kinds for errors.Is. Every error the store returns wraps one of
 // them, so callers classify without string matching.
 var (
-	// ErrNotRegistered: an API call before RegisterKeyspace succeeded (S1).
+	// ErrNotRegistered: an API call before RegisterKeyspace succeeded (SS1).
 	ErrNotRegistered = errors.New("schemastore: keyspace not registered")
 	// ErrNotReady: the store's resolved ts is behind the asked ts; poll again.
 	ErrNotReady = errors.New("schemastore: not ready")

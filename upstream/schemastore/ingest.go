@@ -12,7 +12,7 @@ import (
 
 // jobDecoder turns a raw KV entry of mysql.tidb_ddl_job (or
 // tidb_ddl_history) into a Job. The job_meta column is located by name in
-// that table's TableInfo (rule S14), never by a fixed id.
+// that table's TableInfo (rule SS14), never by a fixed id.
 type jobDecoder struct {
 	tableID int64
 	column  rowcodec.Column
@@ -116,7 +116,7 @@ type pendingKey struct {
 	jobID int64
 }
 
-// ingestLocked filters one entry and caches its job (rules S15-S19).
+// ingestLocked filters one entry and caches its job (rules SS15-SS19).
 func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
 	if s.failedErr() != nil || s.p == nil {
 		return nil // failed or closed: deliveries are dropped
@@ -152,7 +152,7 @@ func (s *Store) ingestLocked(c *ddlConsumer, e *kvevent.RawKVEntry) error {
 	if e.CRTs <= c.resolved {
 		// A re-scan after a region reconnect re-sends what was delivered
 		// before: harmless when already applied; a job never applied
-		// means the stream lost it (rule S18).
+		// means the stream lost it (rule SS18).
 		s.mu.RLock()
 		applied := !s.h.last.less(jobPos{ts: e.CRTs, ver: job.BinlogInfo.SchemaVersion})
 		s.mu.RUnlock()
@@ -238,14 +238,14 @@ func (s *Store) applyUpToLocked(target uint64) error {
 			continue
 		}
 		// The event's table infos are shared with the versions GetTableInfo
-		// hands out; the stored event gets its own copy (rule S40).
+		// hands out; the stored event gets its own copy (rule SS40).
 		priv := ev.Clone()
 		s.h.events = append(s.h.events, priv)
 		ch.events = append(ch.events, priv)
 	}
 	s.mu.Unlock()
 	// Persist before publishing: a lookup never sees a resolved ts the
-	// disk does not have (rule S52).
+	// disk does not have (rule SS52).
 	if err := s.p.update(func(w *txWriter) error { return w.writeChanges(ch, target) }); err != nil {
 		return err
 	}

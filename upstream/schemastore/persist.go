@@ -15,7 +15,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
-// On-disk layout (bbolt, one file per keyspace; rule S50..S56):
+// On-disk layout (bbolt, one file per keyspace; rule SS50..SS56):
 //
 //	meta     fixed keys below
 //	dbs      db id (8 BE)                      -> DBInfo JSON
@@ -380,7 +380,7 @@ type storedState struct {
 // initialize writes a fresh store in one transaction: buckets, keyspace,
 // snapshot ts, the DDL job table layouts, the snapshot's records and, last,
 // the format tag. A crash before the commit leaves no usable store, so a
-// half-written snapshot can never be loaded (rule S54).
+// half-written snapshot can never be loaded (rule SS54).
 func (p *persister) initialize(keyspace uint32, snapshotTs uint64, jobTable, histTable *model.TableInfo, snap *changeSet) error {
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)

@@ -7,7 +7,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
-// TestMutatingReturnedValuesCannotCorruptStore (rule S40): a caller that
+// TestMutatingReturnedValuesCannotCorruptStore (rule SS40): a caller that
 // writes into a TableInfo from GetTableInfo or into fetched DDL events does
 // not change the history the store derives later DDLs from, the events it
 // returns, or what it persists.

@@ -78,7 +78,7 @@ func idField(field []byte, prefix string) (int64, bool) {
 	return id, err == nil
 }
 
-// readMetaSnapshot reads every database and table at ts (rule S10-S13).
+// readMetaSnapshot reads every database and table at ts (rule SS10-SS13).
 // System schemas are skipped except that mysql.tidb_ddl_job (and
 // tidb_ddl_history) are picked up for decoding job rows.
 func readMetaSnapshot(ctx context.Context, r kvevent.SnapshotReader, prefix []byte, ts uint64, page int) (*metaSnapshot, error) {
@@ -144,7 +144,7 @@ func readMetaSnapshot(ctx context.Context, r kvevent.SnapshotReader, prefix []by
 
 // loadSnapshot fills an empty history from a snapshot: every table gets
 // one version at the snapshot ts, which becomes the GC ts and the resolved
-// ts (rule S12).
+// ts (rule SS12).
 func (h *history) loadSnapshot(snap *metaSnapshot, ch *changeSet) {
 	h.gcTs, h.resolvedTs = snap.ts, snap.ts
 	for _, db := range snap.dbs {
@@ -157,7 +157,7 @@ func (h *history) loadSnapshot(snap *metaSnapshot, ch *changeSet) {
 }
 
 // LookupTable finds table db.table in the schema at ts, read from the meta
-// keys through r (the reads a fresh store's initial snapshot makes, S10):
+// keys through r (the reads a fresh store's initial snapshot makes, SS10):
 // the databases hash, then that database's tables hash. Names compare
 // case-insensitively, as TiDB's identifiers do. It returns the TableInfo
 // as it is at ts and its schema id; a database or table that does not

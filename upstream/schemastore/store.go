@@ -28,7 +28,7 @@ type Config struct {
 	Snapshot kvevent.SnapshotReader
 	// Source, when set, is where RegisterKeyspace subscribes the DDL job
 	// span (the runtime drives Source.Run). When nil, the caller feeds the
-	// store: DDLSubscriptions tells it what to subscribe (rule S3).
+	// store: DDLSubscriptions tells it what to subscribe (rule SS3).
 	Source kvevent.Source
 	// SubscriptionID is the subID used with Source (the history span, when
 	// enabled, uses SubscriptionID+1). Default DefaultSubscriptionID.
@@ -66,7 +66,7 @@ type Subscription struct {
 // FetchTableTriggerDDLEvents) run concurrently with DDL ingestion; ingestion
 // and GC are serialized.
 //
-// Read-only values (rule S40): TableInfo pointers returned by GetTableInfo
+// Read-only values (rule SS40): TableInfo pointers returned by GetTableInfo
 // are shared between callers and must not be modified; the store never
 // reads them back: later DDLs are derived from private copies and
 // persistence writes private bytes, so a caller that mutates a returned
@@ -136,7 +136,7 @@ func (s *Store) failedErr() error {
 // that contradicts the history, a malformed job row), or nil.
 func (s *Store) Err() error { return s.failedErr() }
 
-// check is the gate of every API call (rules S1, S2).
+// check is the gate of every API call (rules SS1, SS2).
 func (s *Store) check() error {
 	if !s.registered.Load() {
 		return ErrNotRegistered
@@ -153,7 +153,7 @@ func (s *Store) check() error {
 // RegisterKeyspace opens (or creates from an initial meta snapshot) the
 // keyspace's store and starts following its DDL spans. ctx must live as
 // long as the store is used: when it ends, the store stops and every call
-// returns ErrStopped (rule S2). It may be called once.
+// returns ErrStopped (rule SS2). It may be called once.
 func (s *Store) RegisterKeyspace(ctx context.Context, keyspaceID uint32) error {
 	if s.registered.Load() {
 		return fmt.Errorf("%w: RegisterKeyspace called twice", ErrBadInput)
@@ -273,7 +273,7 @@ func (s *Store) openOrCreate(ctx context.Context, p *persister, keyspaceID uint3
 			return nil, &CorruptError{Path: p.path, Reason: fmt.Sprintf("store belongs to keyspace %d, not %d", st.keyspace, keyspaceID)}
 		}
 		// Resuming below the cluster's GC safe point would miss DDL
-		// versions the incremental scan can no longer return (rule S55).
+		// versions the incremental scan can no longer return (rule SS55).
 		if s.cfg.Snapshot != nil {
 			safe, err := s.cfg.Snapshot.GCSafePoint(ctx)
 			if err != nil {
@@ -289,7 +289,7 @@ func (s *Store) openOrCreate(ctx context.Context, p *persister, keyspaceID uint3
 	return s.create(ctx, p, keyspaceID)
 }
 
-// create takes the initial snapshot and writes a fresh store (rules S10-S13).
+// create takes the initial snapshot and writes a fresh store (rules SS10-SS13).
 func (s *Store) create(ctx context.Context, p *persister, keyspaceID uint32) (*storedState, error) {
 	r := s.cfg.Snapshot
 	if r == nil {
@@ -398,7 +398,7 @@ func (s *Store) GetTableDDLEventState(tableID int64) (DDLEventState, error) {
 }
 
 // RegisterTable records that the caller reads the table from startTs. A
-// startTs below the store's GC ts is an error naming both (rule S41). The
+// startTs below the store's GC ts is an error naming both (rule SS41). The
 // table need not exist yet: GetTableInfo at startTs tells.
 func (s *Store) RegisterTable(tableID int64, startTs uint64) error {
 	if err := s.check(); err != nil {
@@ -430,7 +430,7 @@ func (s *Store) GetTableInfo(tableID int64, ts uint64) (*model.TableInfo, error)
 
 // FetchTableTriggerDDLEvents returns the DDL events with FinishedTs in
 // (start, end], end being the store's resolved ts, at most limit of them
-// (rule S44 for equal FinishedTs), and the next cursor: the last returned
+// (rule SS44 for equal FinishedTs), and the next cursor: the last returned
 // FinishedTs for a full batch, else max(start, resolved ts). Events are
 // deep copies the caller may keep.
 func (s *Store) FetchTableTriggerDDLEvents(start uint64, limit int) ([]DDLEvent, uint64, error) {
@@ -457,7 +457,7 @@ func (s *Store) FetchTableTriggerDDLEvents(start uint64, limit int) ([]DDLEvent,
 	cut := limit
 	if cut < len(evs) {
 		// Never split events with equal FinishedTs across batches: the
-		// cursor (next = last FinishedTs) would skip the rest (rule S44).
+		// cursor (next = last FinishedTs) would skip the rest (rule SS44).
 		for cut > 0 && evs[cut-1].FinishedTs == evs[cut].FinishedTs {
 			cut--
 		}
@@ -474,7 +474,7 @@ func (s *Store) FetchTableTriggerDDLEvents(start uint64, limit int) ([]DDLEvent,
 
 // GC drops history no lookup at or above ts needs (the caller's
 // checkpoint). Afterwards lookups and fetches below ts fail with
-// ErrBelowGC. ts must not exceed the resolved ts. Rule S60.
+// ErrBelowGC. ts must not exceed the resolved ts. Rule SS60.
 func (s *Store) GC(ts uint64) error {
 	if err := s.check(); err != nil {
 		return err
