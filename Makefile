@@ -4,7 +4,7 @@ BIN      := bin
 DATA_DIR ?= var/sfemu
 # Packages with goroutines or shared state get a second pass under -race, built
 # with -tags invariants so the internal/invariants checks run on every operation.
-RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./cmd/... ./e2e/...
+RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/...
 FUZZTIME ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1

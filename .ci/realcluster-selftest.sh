@@ -8,7 +8,7 @@ GO=${GO:-go}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$GO" run ./fakeupstream/mysqlfront/cmd/sfemu-upstream -- \
-	"$GO" test -count=1 -run RealCluster -v ./upstream/pd ./cmd/sfemu/pipeline 2>&1 | tee "$out"
+	"$GO" test -count=1 -run RealCluster -v ./upstream/pd ./adapter 2>&1 | tee "$out"
 if grep -q -- '--- SKIP' "$out"; then
 	echo "realcluster-selftest: a real-cluster test skipped although the embedded upstream was given" >&2
 	exit 1

@@ -22,7 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/searchfabric/sfemu/cmd/sfemu/pipeline"
+	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/grpcapi"
@@ -34,6 +34,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 // runConfig is everything `sfemu run` is configured with. A config file
@@ -68,7 +69,7 @@ func defaultRunConfig() runConfig {
 		Rate:           200,
 		DDLEvery:       2000,
 		StatusInterval: 5 * time.Second,
-		PDTimeout:      pipeline.DefaultConnectTimeout,
+		PDTimeout:      adapter.DefaultConnectTimeout,
 		Pprof:          "auto",
 	}
 }
@@ -209,13 +210,13 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	return nil
 }
 
-var demoTables = []pipeline.TableRef{{DB: demo.Database, Table: "products"}, {DB: demo.Database, Table: "events"}}
+var demoTables = []adapter.TableRef{{DB: demo.Database, Table: "products"}, {DB: demo.Database, Table: "events"}}
 
 // session is what the serve loop runs: the upstream, the mirrored tables
 // and whether the demo (workload, /upstream/sql) belongs to it.
 type session struct {
-	up     *pipeline.Upstream
-	tables []pipeline.TableRef
+	up     *adapter.Upstream
+	tables []adapter.TableRef
 	demo   bool
 	// gc is the service GC safe point config of the adapter.
 	gc pd.ServiceSafePointConfig
@@ -333,7 +334,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 		mysqlAddr = a
 	}
 	updir := filepath.Join(cfg.DataDir, upstreamDir)
-	up, err := pipeline.NewUpstream(ctx, pipeline.UpstreamConfig{Seed: cfg.Seed, RealClock: true, Wire: !cfg.InProcess, Dir: updir})
+	up, err := adapter.NewUpstream(ctx, adapter.UpstreamConfig{Seed: cfg.Seed, RealClock: true, Wire: !cfg.InProcess, Dir: updir})
 	if err != nil {
 		if errors.Is(err, kvlog.ErrLocked) {
 			return fmt.Errorf("the embedded upstream in %s is in use by another process: %w", updir, err)
@@ -372,10 +373,10 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 	}
 	timeout := cfg.PDTimeout
 	if timeout <= 0 {
-		timeout = pipeline.DefaultConnectTimeout
+		timeout = adapter.DefaultConnectTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	up, err := pipeline.ConnectUpstream(cctx, strings.Split(cfg.PD, ","))
+	up, err := adapter.ConnectUpstream(cctx, strings.Split(cfg.PD, ","))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("--pd %s: %w", cfg.PD, err)
@@ -399,8 +400,8 @@ func initClientLog(dataDir string) {
 }
 
 // parseTables parses --tables: db.t1,db.t2.
-func parseTables(s string) ([]pipeline.TableRef, error) {
-	var out []pipeline.TableRef
+func parseTables(s string) ([]adapter.TableRef, error) {
+	var out []adapter.TableRef
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -415,7 +416,7 @@ func parseTables(s string) ([]pipeline.TableRef, error) {
 			return nil, fmt.Errorf("--tables: %q is listed twice", part)
 		}
 		seen[strings.ToLower(part)] = true
-		out = append(out, pipeline.TableRef{DB: db, Table: table})
+		out = append(out, adapter.TableRef{DB: db, Table: table})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("--pd needs --tables db.t1[,db.t2...]: the tables to mirror")
@@ -473,7 +474,7 @@ func bindDataDir(dir string, owner dataDirOwner) error {
 	return os.WriteFile(p, b, 0o644)
 }
 
-func modeLine(up *pipeline.Upstream) string {
+func modeLine(up *adapter.Upstream) string {
 	pdAddr := "none"
 	if addrs := up.PDAddrs(); len(addrs) > 0 {
 		pdAddr = strings.Join(addrs, ",")
@@ -504,13 +505,13 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	actx := context.WithoutCancel(ctx)
 	// The supervisor restarts the adapter with the new physical tables when
 	// a DDL changes them (TRUNCATE, partition DDLs), so no row is lost.
-	adapterCfg := pipeline.AdapterConfig{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc}
-	sup, err := pipeline.StartSupervisor(actx, up, emu, adapterCfg, out)
+	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc}
+	sup, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)
 	}
 	defer func() { _ = sup.Close() }()
-	adapter := sup.Adapter()
+	ad := sup.Adapter()
 
 	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry(), Pprof: pprofOn})
 	if err != nil {
@@ -562,8 +563,8 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		mysqlAddr = s.mysql.Addr()
 	}
 	fmt.Fprintf(out, "sfemu: running: http=%s grpc=%s mysql=%s %s data-dir=%s start-ts=%d epoch=%d collections=%s workload=%s %s\n",
-		hs.URL(), grpcAddr, mysqlAddr, modeLine(up), cfg.DataDir, adapter.RT.StartTs(), adapter.Resume.Epoch, collectionNames(s.tables), workload,
-		stateWords(s.restored, adapter))
+		hs.URL(), grpcAddr, mysqlAddr, modeLine(up), cfg.DataDir, ad.RT.StartTs(), ad.Resume.Epoch, collectionNames(s.tables), workload,
+		stateWords(s.restored, ad))
 
 	// The writers (demo workload, MySQL clients) stop first, then the
 	// adapter (deferred above), then the emulator; the caller closes the
@@ -592,7 +593,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 
 	tick := time.NewTicker(cfg.StatusInterval)
 	defer tick.Stop()
-	last, lastAt := adapter.RT.Stats(), time.Now()
+	last, lastAt := ad.RT.Stats(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -623,26 +624,26 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("adapter stopped: %w", err)
 			}
-			next, err := pipeline.StartSupervisor(actx, up, emu, adapterCfg, out)
+			next, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
 			if err != nil {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("restarting the adapter: %w", err)
 			}
 			sup = next
-			adapter = sup.Adapter()
-			last, lastAt = adapter.RT.Stats(), time.Now()
-			fmt.Fprintf(out, "sfemu: adapter restarted: start-ts=%d epoch=%d\n", adapter.RT.StartTs(), adapter.Resume.Epoch)
-			reply <- restartResult{StartTs: adapter.RT.StartTs(), Epoch: adapter.Resume.Epoch}
+			ad = sup.Adapter()
+			last, lastAt = ad.RT.Stats(), time.Now()
+			fmt.Fprintf(out, "sfemu: adapter restarted: start-ts=%d epoch=%d\n", ad.RT.StartTs(), ad.Resume.Epoch)
+			reply <- restartResult{StartTs: ad.RT.StartTs(), Epoch: ad.Resume.Epoch}
 		case <-tick.C:
 			now := time.Now()
-			if cur := sup.Adapter(); cur != adapter {
+			if cur := sup.Adapter(); cur != ad {
 				// The supervisor restarted it for a table-set change: its
 				// counters start from zero.
-				adapter = cur
+				ad = cur
 				last = minicdc.Stats{}
 			}
-			st := adapter.RT.Stats()
-			fmt.Fprintln(out, statusLine(ctx, up, emu, adapter, last, st, now.Sub(lastAt)))
+			st := ad.RT.Stats()
+			fmt.Fprintln(out, statusLine(ctx, up, emu, ad, last, st, now.Sub(lastAt)))
 			last, lastAt = st, now
 		}
 	}
@@ -651,7 +652,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 // stateWords end the running line: "state=new", or "state=resumed" with
 // what the embedded upstream restored (the adapter's resume ts and epoch
 // are on the line already).
-func stateWords(restored *fakeupstream.RestoreStats, a *pipeline.Adapter) string {
+func stateWords(restored *fakeupstream.RestoreStats, a *adapter.Adapter) string {
 	switch {
 	case restored != nil && restored.Records > 0:
 		return fmt.Sprintf("state=resumed upstream_records=%d upstream_bytes=%d upstream_torn_bytes=%d tso_above=%d",
@@ -663,7 +664,7 @@ func stateWords(restored *fakeupstream.RestoreStats, a *pipeline.Adapter) string
 	}
 }
 
-func refNames(tables []pipeline.TableRef) string {
+func refNames(tables []adapter.TableRef) string {
 	var names []string
 	for _, t := range tables {
 		names = append(names, t.String())
@@ -671,7 +672,7 @@ func refNames(tables []pipeline.TableRef) string {
 	return strings.Join(names, ",")
 }
 
-func collectionNames(tables []pipeline.TableRef) string {
+func collectionNames(tables []adapter.TableRef) string {
 	var names []string
 	for _, t := range tables {
 		names = append(names, t.CollectionName())
@@ -682,7 +683,7 @@ func collectionNames(tables []pipeline.TableRef) string {
 // newWorkload builds the demo workload over the upstream's current
 // content: over a reopened upstream, product and event ids continue above
 // the stored ones (demo.Workload.Resume).
-func newWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) (*demo.Workload, error) {
+func newWorkload(ctx context.Context, up *adapter.Upstream, cfg runConfig) (*demo.Workload, error) {
 	w := demo.NewWorkload(cfg.Seed, up.SQL.NewSession(""))
 	if err := resumeWorkload(ctx, up, w); err != nil {
 		return nil, err
@@ -692,7 +693,7 @@ func newWorkload(ctx context.Context, up *pipeline.Upstream, cfg runConfig) (*de
 	return w, nil
 }
 
-func resumeWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload) error {
+func resumeWorkload(ctx context.Context, up *adapter.Upstream, w *demo.Workload) error {
 	ts, err := up.CurrentTs(ctx)
 	if err != nil {
 		return fmt.Errorf("demo workload: %w", err)
@@ -703,7 +704,7 @@ func resumeWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload
 // isDuplicateKey reports the SQL front's duplicate primary key error.
 func isDuplicateKey(err error) bool { return errors.Is(err, sqlfront.ErrDuplicateKey) }
 
-func runWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload, cfg runConfig, pause *sync.Mutex) error {
+func runWorkload(ctx context.Context, up *adapter.Upstream, w *demo.Workload, cfg runConfig, pause *sync.Mutex) error {
 	if cfg.Rate <= 0 {
 		return nil
 	}
@@ -740,7 +741,7 @@ func runWorkload(ctx context.Context, up *pipeline.Upstream, w *demo.Workload, c
 // statusLine: rows/s since the last line, rows buffered in the reorder
 // buffers, DDLs so far, the last checkpoint, and per collection how far
 // safe_ts trails the upstream's current ts.
-func statusLine(ctx context.Context, up *pipeline.Upstream, emu *emulator.Emulator, a *pipeline.Adapter, prev, cur minicdc.Stats, d time.Duration) string {
+func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, a *adapter.Adapter, prev, cur minicdc.Stats, d time.Duration) string {
 	rate := float64(cur.RowsDelivered-prev.RowsDelivered) / d.Seconds()
 	var b strings.Builder
 	buffered := 0
@@ -806,14 +807,14 @@ type checkResult struct {
 // checkHandler serves GET /admin/check: it takes the upstream's current
 // ts, waits until every collection's safe_ts reaches it, and compares the
 // collections with the tables read by snapshot at that ts through the
-// adapter's own snapshot reader (pipeline.CheckConsistency; over gRPC in
+// adapter's own snapshot reader (verify.CheckConsistency; over gRPC in
 // the embedded and real-cluster modes). The demo workload pauses
 // meanwhile; writes sent through /upstream/sql during the check can show
 // up as differences. Against a real cluster (retry) the tables are not
 // paused: changes committed after the check's ts show up as differences,
 // so a check that finds some is repeated at a fresh ts (up to 3 times)
 // and reports the last one's.
-func checkHandler(up *pipeline.Upstream, emu *emulator.Emulator, tables []pipeline.TableRef, pause *sync.Mutex, token string, retry bool) http.Handler {
+func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables []adapter.TableRef, pause *sync.Mutex, token string, retry bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
@@ -842,14 +843,14 @@ func checkHandler(up *pipeline.Upstream, emu *emulator.Emulator, tables []pipeli
 	})
 }
 
-func checkOnce(ctx context.Context, up *pipeline.Upstream, emu *emulator.Emulator, tables []pipeline.TableRef) checkResult {
+func checkOnce(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, tables []adapter.TableRef) checkResult {
 	ts, err := up.CurrentTs(ctx)
 	if err == nil {
-		err = pipeline.WaitSafe(ctx, emu, tables, ts, 30*time.Second)
+		err = verify.WaitSafe(ctx, emu, tables, ts, 30*time.Second)
 	}
-	var diffs []pipeline.Diff
+	var diffs []verify.Diff
 	if err == nil {
-		diffs, err = pipeline.CheckConsistency(ctx, up, emu, tables, ts)
+		diffs, err = verify.CheckConsistency(ctx, up.Snapshot(), emu, tables, ts)
 	}
 	res := checkResult{Ts: ts, OK: err == nil && len(diffs) == 0, Diffs: []string{}}
 	for _, d := range diffs {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/searchfabric/sfemu/cmd/sfemu/pipeline"
+	"github.com/searchfabric/sfemu/adapter"
 )
 
 // sqlRequest / sqlResponse are the body of POST /upstream/sql: one or more
@@ -28,7 +28,7 @@ type sqlResponse struct {
 	Error        string `json:"error,omitempty"`
 }
 
-func sqlHandler(up *pipeline.Upstream, token string) http.Handler {
+func sqlHandler(up *adapter.Upstream, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {

@@ -9,7 +9,7 @@ import (
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/errorpb"
 
-	"github.com/searchfabric/sfemu/cmd/sfemu/pipeline"
+	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/upstream/logpuller"
 )
 
@@ -334,7 +334,7 @@ func TestFaultAbandonedLock(t *testing.T) {
 		r.expect(later > lockTs, "no commit after the lock")
 		// The stall is the lock's: items, without locks, passes the later
 		// commits while ledger stays held.
-		if err := r.waitSafeOf([]pipeline.TableRef{itemsRef}, later); err != nil && !r.stopped() {
+		if err := r.waitSafeOf([]adapter.TableRef{itemsRef}, later); err != nil && !r.stopped() {
 			r.t.Fatalf("items did not move past %d: %v", later, err)
 		}
 		if s := r.collSafeTs(ledgerRef.CollectionName()); s > lockTs {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/searchfabric/sfemu/cmd/sfemu/pipeline"
+	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/fakeupstream"
@@ -25,6 +25,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 // TestMain quiets the PD client's and client-go's logs (testlog).
@@ -61,10 +62,10 @@ func seedFor(t *testing.T) int64 {
 // scans a whole table for an UPDATE or DELETE, so a pending raw lock in
 // items would block the workload.
 var (
-	itemsRef  = pipeline.TableRef{DB: "shop", Table: "items"}
-	ordersRef = pipeline.TableRef{DB: "shop", Table: "orders"}
-	ledgerRef = pipeline.TableRef{DB: "shop", Table: "ledger"}
-	allTables = []pipeline.TableRef{itemsRef, ordersRef, ledgerRef}
+	itemsRef  = adapter.TableRef{DB: "shop", Table: "items"}
+	ordersRef = adapter.TableRef{DB: "shop", Table: "orders"}
+	ledgerRef = adapter.TableRef{DB: "shop", Table: "ledger"}
+	allTables = []adapter.TableRef{itemsRef, ordersRef, ledgerRef}
 )
 
 var schema = []string{
@@ -108,11 +109,11 @@ type rig struct {
 	ctx  context.Context
 	seed int64
 	rng  *rand.Rand
-	up   *pipeline.Upstream
+	up   *adapter.Upstream
 	c    *fakeupstream.Cluster
 	ss   *sqlfront.Session
 	emu  *emulator.Emulator
-	a    *pipeline.Adapter
+	a    *adapter.Adapter
 	chk  *checker
 	mut  *mutant
 	w    *workload
@@ -139,7 +140,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if tc.ResolveLockInterval == 0 {
 		tc.ResolveLockInterval = 20 * time.Millisecond
 	}
-	up, err := pipeline.NewUpstream(ctx, pipeline.UpstreamConfig{
+	up, err := adapter.NewUpstream(ctx, adapter.UpstreamConfig{
 		Seed: seed, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: true, Stores: 3, Transport: tc,
 	})
 	if err != nil {
@@ -175,7 +176,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		wrap = func(s normalize.Sink) normalize.Sink { return r.mut.wrapSink(r.chk.wrapSink(s)) }
 		tap = r.mut.wrapTap(tap)
 	}
-	a, err := pipeline.StartAdapter(ctx, up, emu, pipeline.AdapterConfig{DataDir: dir, Tables: allTables, WrapSink: wrap, Tap: tap})
+	a, err := adapter.Start(ctx, up, emu, adapter.Config{DataDir: dir, Tables: allTables, WrapSink: wrap, Tap: tap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func (r *rig) commit(txn *fakeupstream.Txn) uint64 {
 type outcome struct {
 	waitErr  error // WaitSafe at the final write's commit ts
 	adptErr  error // the adapter's fatal error, if it stopped
-	diffs    []pipeline.Diff
+	diffs    []verify.Diff
 	problems []problem
 	summary  string
 }
@@ -384,7 +385,7 @@ func (r *rig) finish() outcome {
 		}
 	}
 	if o.waitErr == nil {
-		diffs, err := pipeline.CheckConsistency(r.ctx, r.up, r.emu, allTables, final)
+		diffs, err := verify.CheckConsistency(r.ctx, r.up.Snapshot(), r.emu, allTables, final)
 		if err != nil {
 			r.t.Fatalf("consistency check: %v", err)
 		}
@@ -619,12 +620,12 @@ func (r *rig) caughtUp(what string) {
 	}
 }
 
-// waitSafe is pipeline.WaitSafe over every table, given up when the
+// waitSafe is verify.WaitSafe over every table, given up when the
 // adapter stops.
 func (r *rig) waitSafe(ts uint64) error { return r.waitSafeOf(allTables, ts) }
 
 // waitSafeOf is waitSafe over some tables.
-func (r *rig) waitSafeOf(tables []pipeline.TableRef, ts uint64) error {
+func (r *rig) waitSafeOf(tables []adapter.TableRef, ts uint64) error {
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
 	go func() {
@@ -634,7 +635,7 @@ func (r *rig) waitSafeOf(tables []pipeline.TableRef, ts uint64) error {
 		case <-ctx.Done():
 		}
 	}()
-	return pipeline.WaitSafe(ctx, r.emu, tables, ts, 30*time.Second)
+	return verify.WaitSafe(ctx, r.emu, tables, ts, 30*time.Second)
 }
 
 // stopped reports whether the adapter has stopped.

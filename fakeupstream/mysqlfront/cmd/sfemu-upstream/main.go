@@ -7,7 +7,7 @@
 // With a command after "--" it runs that command with the two variables
 // set and exits with its status, so one line runs the suites:
 //
-//	go run ./fakeupstream/mysqlfront/cmd/sfemu-upstream -- go test -count=1 -run RealCluster ./upstream/...
+//	go run ./fakeupstream/mysqlfront/cmd/sfemu-upstream -- go test -count=1 -run RealCluster ./upstream/pd ./adapter
 //
 // Without a command it serves until interrupted; any MySQL client can then
 // connect (mysql -h 127.0.0.1 -P PORT -u root).

@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type Restart struct {
 type Supervisor struct {
 	up  *Upstream
 	emu *emulator.Emulator
-	cfg AdapterConfig
+	cfg Config
 	ctx context.Context
 	log io.Writer
 
@@ -46,12 +46,12 @@ type Supervisor struct {
 	once     sync.Once
 }
 
-// StartSupervisor starts an adapter (StartAdapter) and supervises it.
+// StartSupervisor starts an adapter (Start) and supervises it.
 // log receives one line per restart (nil discards). ctx is used for
 // starting adapters, also later ones: pass a context that lives as long as
 // the supervisor.
-func StartSupervisor(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig, log io.Writer) (*Supervisor, error) {
-	a, err := StartAdapter(ctx, up, emu, cfg)
+func StartSupervisor(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config, log io.Writer) (*Supervisor, error) {
+	a, err := Start(ctx, up, emu, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Supervisor) loop() {
 			change.JobID, change.Action, change.FinishedTs, change.Collection, change.Added, change.Dropped, change.Query, change.NewTableIDs)
 		next, err := startWithTables(s.ctx, s.up, s.emu, s.cfg, change.Tables)
 		if err != nil {
-			s.stop(fmt.Errorf("pipeline: restarting the adapter after DDL job %d at %d changed the table set: %w", change.JobID, change.FinishedTs, err))
+			s.stop(fmt.Errorf("adapter: restarting the adapter after DDL job %d at %d changed the table set: %w", change.JobID, change.FinishedTs, err))
 			return
 		}
 		s.mu.Lock()

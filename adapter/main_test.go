@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/searchfabric/sfemu/emulator"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 func newWireUpstream(t *testing.T, seed int64) *Upstream {
@@ -44,7 +45,7 @@ func TestWire_GCHoldFollowsCheckpoint(t *testing.T) {
 	}
 	defer emu.Close()
 	gcCfg := pd.ServiceSafePointConfig{ServiceID: "sfemu-gc-test", TTL: time.Hour, RefreshEvery: 40 * time.Millisecond}
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, GC: gcCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestWire_GCHoldFollowsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
 	deadline := time.Now().Add(30 * time.Second) // hang guard
@@ -129,7 +130,7 @@ func TestWire_StartBelowGCRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emu.Close()
-	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: start})
+	_, err = Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, StartTs: start})
 	if !errors.Is(err, pd.ErrStartTsBeforeGC) || !strings.Contains(err.Error(), "GC safe point") {
 		t.Fatalf("want ErrStartTsBeforeGC, got %v", err)
 	}
@@ -152,11 +153,11 @@ func TestWire_UnknownTableAtStartTs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emu.Close()
-	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: before})
+	_, err = Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, StartTs: before})
 	if err == nil || !strings.Contains(err.Error(), "shop.products") || !strings.Contains(err.Error(), "does not exist at ts") {
 		t.Fatalf("table created after the start ts: got %v", err)
 	}
-	_, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: []TableRef{{DB: "shop", Table: "nope"}}})
+	_, err = Start(ctx, up, emu, Config{DataDir: dir, Tables: []TableRef{{DB: "shop", Table: "nope"}}})
 	if err == nil || !strings.Contains(err.Error(), "shop.nope") {
 		t.Fatalf("unknown table: got %v", err)
 	}
@@ -182,7 +183,7 @@ func TestWire_GCHoldKeptOnFatalAndLossIsFatal(t *testing.T) {
 	}
 	defer emu.Close()
 	errBoom := errors.New("boom")
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestWire_GCHoldKeptOnFatalAndLossIsFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emu2.Close()
-	b, err := StartAdapter(ctx, up, emu2, AdapterConfig{DataDir: dir2, Tables: e2eTables, GC: gcCfg})
+	b, err := Start(ctx, up, emu2, Config{DataDir: dir2, Tables: e2eTables, GC: gcCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, StartTs: start}, nil)
+	sup, err := StartSupervisor(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, StartTs: start}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (supervisor: %v)", err, sup.Err())
 	}
 	if len(sup.Restarts()) != 1 {
@@ -348,7 +349,7 @@ func TestWire_GCHoldOnFailedStart(t *testing.T) {
 		dir := t.TempDir()
 		emu := openEmu(t, dir)
 		broken(t, dir)
-		if _, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
+		if _, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
 			t.Fatal("started with a broken schema store dir")
 		}
 		if holdExists(t, up) {
@@ -362,7 +363,7 @@ func TestWire_GCHoldOnFailedStart(t *testing.T) {
 		dir := t.TempDir()
 		emu := openEmu(t, dir)
 		errBoom := errors.New("boom")
-		a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
+		a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, GC: gcCfg, Tap: failingTap{err: errBoom}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +381,7 @@ func TestWire_GCHoldOnFailedStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		broken(t, dir)
-		if _, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
+		if _, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, GC: gcCfg}); err == nil {
 			t.Fatal("started with a broken schema store dir")
 		}
 		if !holdExists(t, up) {

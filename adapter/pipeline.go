@@ -1,10 +1,10 @@
-// Package pipeline wires the whole sfemu data path: an upstream (the
+// Package adapter wires the whole sfemu data path: an upstream (the
 // embedded fake cluster with its SQL front, read in process or over its
 // PD/TiKV gRPC servers, or a real TiDB cluster through PD), the schema
 // store, the Mini-CDC runtime with the mounter, the normalize bridge and
 // the emulator. `sfemu run` and the end-to-end tests build the same
 // pipeline through it. Rules: specs/sfemu-run.md (SR*).
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -25,29 +25,15 @@ import (
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
+	"github.com/searchfabric/sfemu/verify"
 )
 
-// TableRef names an upstream table.
-type TableRef struct {
-	DB, Table string
-	// Collection overrides the collection the table is mirrored into
-	// (default normalize.DefaultCollectionName(DB, Table)); a renamed
-	// table keeps the collection it was mirrored into under its old name.
-	Collection string
-}
+// TableRef names an upstream table and its collection. It is the
+// consistency checker's type, so a configured table set is checked as is.
+type TableRef = verify.TableRef
 
-func (t TableRef) String() string { return t.DB + "." + t.Table }
-
-// CollectionName is the collection the table is mirrored into.
-func (t TableRef) CollectionName() string {
-	if t.Collection != "" {
-		return t.Collection
-	}
-	return normalize.DefaultCollectionName(t.DB, t.Table)
-}
-
-// AdapterConfig configures StartAdapter.
-type AdapterConfig struct {
+// Config configures Start.
+type Config struct {
 	// DataDir holds the schema store (DataDir/schemastore).
 	DataDir string
 	// Tables are the mirrored tables; every physical partition of a
@@ -60,7 +46,7 @@ type AdapterConfig struct {
 	// Runtime tunes the Mini-CDC runtime.
 	Runtime minicdc.Options
 	// Bridge tunes the normalize bridge; ClientID, StartTs and Tables are
-	// filled in by StartAdapter.
+	// filled in by Start.
 	Bridge normalize.Config
 	// SourcePoll is the in-process sources' pump interval. Default 5 ms.
 	SourcePoll time.Duration
@@ -120,13 +106,13 @@ type Adapter struct {
 	storeCancel context.CancelFunc
 	storeDone   chan error
 
-	gcHold *gcHold
+	gcHold *pd.Hold
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// StartAdapter resolves the tables, opens the bridge (resume point and
+// Start resolves the tables, opens the bridge (resume point and
 // epoch from the emulator's stored progress), opens the schema store and
 // starts the Mini-CDC runtime from the resume point.
 //
@@ -136,9 +122,9 @@ type Adapter struct {
 // source delivers all of its spans from one goroutine, so sharing it would
 // make that wait wait for itself. Over PD the adapter holds a service GC
 // safe point at its checkpoint (SR2).
-func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig) (*Adapter, error) {
+func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config) (*Adapter, error) {
 	if len(cfg.Tables) == 0 {
-		return nil, errors.New("pipeline: no tables to mirror")
+		return nil, errors.New("adapter: no tables to mirror")
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "sfemu"
@@ -176,7 +162,7 @@ func StartAdapter(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg
 func alignWithMapped(ctx context.Context, up *Upstream, sink normalize.Sink, ks uint32, refs []TableRef, tables []normalize.Table) ([]normalize.Table, error) {
 	list, err := sink.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: listing collections: %w", err)
+		return nil, fmt.Errorf("adapter: listing collections: %w", err)
 	}
 	byName := map[string]*apiv1.CollectionStatus{}
 	for _, st := range list.GetCollections() {
@@ -202,25 +188,25 @@ func alignWithMapped(ctx context.Context, up *Upstream, sink normalize.Sink, ks 
 		for _, name := range mapped {
 			_, id, err := apiv1.ParsePartitionName(name)
 			if err != nil {
-				return nil, fmt.Errorf("pipeline: collection %q maps partition %q: %w", ref.CollectionName(), name, err)
+				return nil, fmt.Errorf("adapter: collection %q maps partition %q: %w", ref.CollectionName(), name, err)
 			}
 			ids = append(ids, id)
 		}
 		prog, err := sink.GetProgress(ctx, &apiv1.GetProgressRequest{SourcePartitions: mapped})
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: collection %q: reading stored progress: %w", ref.CollectionName(), err)
+			return nil, fmt.Errorf("adapter: collection %q: reading stored progress: %w", ref.CollectionName(), err)
 		}
 		ts := st.GetLineage().GetLastDdlCommitTs()
 		for _, ps := range prog.GetPartitions() {
 			ts = max(ts, ps.GetResolvedTs())
 		}
 		if ts == 0 {
-			return nil, fmt.Errorf("pipeline: collection %q maps %v, not the physical tables of %s now, and has no stored progress or schema change to read the table at",
+			return nil, fmt.Errorf("adapter: collection %q maps %v, not the physical tables of %s now, and has no stored progress or schema change to read the table at",
 				ref.CollectionName(), mapped, ref)
 		}
 		ti, dbID, err := schemastore.LookupTable(ctx, up.Snapshot(), ts, ref.DB, ref.Table)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: collection %q maps %v, not the physical tables of %s now; reading the table at its stored progress %d: %w",
+			return nil, fmt.Errorf("adapter: collection %q maps %v, not the physical tables of %s now; reading the table at its stored progress %d: %w",
 				ref.CollectionName(), mapped, ref, ts, err)
 		}
 		for _, id := range ids {
@@ -255,11 +241,11 @@ func unreportedSince(ctx context.Context, sink normalize.Sink, bcfg normalize.Co
 	}
 	list, err := sink.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
 	if err != nil {
-		return 0, fmt.Errorf("pipeline: listing collections: %w", err)
+		return 0, fmt.Errorf("adapter: listing collections: %w", err)
 	}
 	prog, err := sink.GetProgress(ctx, &apiv1.GetProgressRequest{SourcePartitions: all})
 	if err != nil {
-		return 0, fmt.Errorf("pipeline: reading stored progress: %w", err)
+		return 0, fmt.Errorf("adapter: reading stored progress: %w", err)
 	}
 	stored := map[string]bool{}
 	for _, ps := range prog.GetPartitions() {
@@ -317,7 +303,7 @@ func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64
 		if ts == 0 {
 			var err error
 			if ts, err = up.CurrentTs(ctx); err != nil {
-				return nil, fmt.Errorf("pipeline: resolving tables: current ts: %w", err)
+				return nil, fmt.Errorf("adapter: resolving tables: current ts: %w", err)
 			}
 		}
 	}
@@ -332,7 +318,7 @@ func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64
 			ti, dbID, err = schemastore.LookupTable(ctx, up.Snapshot(), ts, ref.DB, ref.Table)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: table %s: %w", ref, err)
+			return nil, fmt.Errorf("adapter: table %s: %w", ref, err)
 		}
 		for _, phys := range ti.PhysicalIDs() {
 			// An explicit collection binds the table (a renamed table keeps
@@ -344,9 +330,9 @@ func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64
 }
 
 // startWithTables starts an adapter over a resolved table set.
-func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg AdapterConfig, tables []normalize.Table) (*Adapter, error) {
+func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config, tables []normalize.Table) (*Adapter, error) {
 	if len(tables) == 0 {
-		return nil, errors.New("pipeline: no physical tables to mirror")
+		return nil, errors.New("adapter: no physical tables to mirror")
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "sfemu"
@@ -392,7 +378,7 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	// Over PD, hold the service GC safe point at the resume point before
 	// anything reads history: a start ts GC already passed fails here,
 	// naming both (P4).
-	var hold *gcHold
+	var hold *pd.Hold
 	if up.PD != nil {
 		gcfg := cfg.GC
 		if gcfg.ServiceID == "" {
@@ -400,16 +386,16 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		}
 		keeper, err := up.PD.HoldGC(ctx, gcfg, resume.StartTs)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: start ts %d: %w", resume.StartTs, err)
+			return nil, fmt.Errorf("adapter: start ts %d: %w", resume.StartTs, err)
 		}
-		hold = startGCHold(keeper, gcfg)
+		hold = pd.StartHold(keeper)
 	}
 	// A start that fails after the hold was set keeps it when the emulator
 	// has stored progress (a previous run's; the hold now protects it, as
 	// after a fatal stop) and removes it otherwise (nothing depends on it).
 	fail := func(err error) (*Adapter, error) {
 		if hold != nil {
-			_ = hold.stop(len(resume.Stored) == 0)
+			_ = hold.Stop(len(resume.Stored) == 0)
 		}
 		return nil, err
 	}
@@ -428,7 +414,7 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	sctx, scancel := context.WithCancel(context.Background())
 	a := &Adapter{Bridge: bridge, Resume: resume, Tables: tables, storeSrc: storeSrc, storeCancel: scancel, storeDone: make(chan error, 1), gcHold: hold}
 	if hold != nil {
-		a.GC = hold.keeper
+		a.GC = hold.SafePoint()
 	}
 	go func() { a.storeDone <- storeSrc.Run(sctx) }()
 
@@ -487,10 +473,10 @@ func (a *Adapter) Close() error {
 	a.closeOnce.Do(func() {
 		err := a.RT.Close()
 		if serr := a.stopStoreSource(); err == nil && serr != nil {
-			err = fmt.Errorf("pipeline: schema store source: %w", serr)
+			err = fmt.Errorf("adapter: schema store source: %w", serr)
 		}
 		if a.gcHold != nil {
-			if gerr := a.gcHold.stop(err == nil); err == nil {
+			if gerr := a.gcHold.Stop(err == nil); err == nil {
 				err = gerr
 			}
 		}

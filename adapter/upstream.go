@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -132,7 +132,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	s, err := grpcserver.Start(c, cfg.Servers)
 	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("pipeline: starting the embedded gRPC servers: %w", err)
+		return nil, fmt.Errorf("adapter: starting the embedded gRPC servers: %w", err)
 	}
 	u.Servers, u.mode, u.endpoints, u.Transport = s, ModeWire, []string{s.PDAddr()}, cfg.Transport
 	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -148,7 +148,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	if err != nil {
 		s.Close()
 		_ = c.Close()
-		return nil, fmt.Errorf("pipeline: connecting to the embedded PD at %s: %w", s.PDAddr(), err)
+		return nil, fmt.Errorf("adapter: connecting to the embedded PD at %s: %w", s.PDAddr(), err)
 	}
 	u.PD = p
 	return u, nil
@@ -177,7 +177,7 @@ func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
 		}
 	}
 	if len(eps) == 0 {
-		return nil, errors.New("pipeline: no PD address given")
+		return nil, errors.New("adapter: no PD address given")
 	}
 	began := time.Now()
 	octx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
@@ -185,15 +185,15 @@ func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
 	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: eps})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return nil, fmt.Errorf("pipeline: PD at %s unreachable (gave up after %v): %w", strings.Join(eps, ","), time.Since(began).Round(time.Millisecond), err)
+			return nil, fmt.Errorf("adapter: PD at %s unreachable (gave up after %v): %w", strings.Join(eps, ","), time.Since(began).Round(time.Millisecond), err)
 		}
-		return nil, fmt.Errorf("pipeline: connecting to PD at %s: %w", strings.Join(eps, ","), err)
+		return nil, fmt.Errorf("adapter: connecting to PD at %s: %w", strings.Join(eps, ","), err)
 	}
 	// A first TSO proves the connection works (the client may return
 	// before it reached a leader).
 	if _, err := p.PD.CurrentTs(octx); err != nil {
 		_ = p.Close()
-		return nil, fmt.Errorf("pipeline: PD at %s: first TSO: %w", strings.Join(eps, ","), err)
+		return nil, fmt.Errorf("adapter: PD at %s: first TSO: %w", strings.Join(eps, ","), err)
 	}
 	return &Upstream{PD: p, mode: ModeReal, endpoints: eps}, nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 // recordingSink wraps the bridge's sink and checks, as calls happen, that
@@ -147,7 +148,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 	var log bytes.Buffer
 	var logMu sync.Mutex
 	tap := newHoldTap()
-	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, WrapSink: rec.wrap, Tap: tap}, lockedWriter{&logMu, &log})
+	sup, err := StartSupervisor(ctx, up, emu, Config{DataDir: dir, Tables: tablesetTables, WrapSink: rec.wrap, Tap: tap}, lockedWriter{&logMu, &log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, tablesetTables, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, tablesetTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (supervisor: %v)", err, sup.Err())
 	}
 	expectConsistent(t, ctx, up, emu, tablesetTables, final)
@@ -320,7 +321,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 	// The check is exact for every type: with replication stopped, change
 	// one value of each kind upstream; each is reported, naming the
 	// collection, key, field, expected and actual value.
-	docs, err := scanAll(ctx, emu, "shop.products")
+	docs, err := verify.Documents(ctx, emu, "shop.products")
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("products: %d docs, %v", len(docs), err)
 	}
@@ -329,7 +330,7 @@ func testTableSetChanges(t *testing.T, wire bool) {
 		"seen = '2001-01-01 00:00:00.000001', born = '2001-01-01', took = '00:00:00.01', attrs = '{\"changed\": true}', "+
 		"embedding = '[9,9,9]', color = 'red', tags = 'c', flags = 255, note = 'changed' WHERE id = %s", pk))
 	after, _ := up.Cluster.CurrentTs(ctx)
-	diffs, err := CheckConsistency(ctx, up, emu, tablesetTables, after)
+	diffs, err := verify.CheckConsistency(ctx, up.Snapshot(), emu, tablesetTables, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,12 +354,12 @@ func fieldText(d *apiv1.Document, f string) string {
 	if !ok {
 		return ""
 	}
-	return valueText(v)
+	return verify.ValueText(v)
 }
 
 func countDocs(t *testing.T, emu *emulator.Emulator, coll string) int {
 	t.Helper()
-	docs, err := scanAll(context.Background(), emu, coll)
+	docs, err := verify.Documents(context.Background(), emu, coll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +524,7 @@ func TestSupervisorStopsOnOtherFatalErrors(t *testing.T) {
 	}
 	defer emu.Close()
 	tap := &failTap{}
-	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, Tap: tap}, nil)
+	sup, err := StartSupervisor(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, Tap: tap}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +601,7 @@ func (r *shopRig) exec(q string) uint64 {
 // between the tables and their collections at ts.
 func expectConsistent(t *testing.T, ctx context.Context, up *Upstream, emu *emulator.Emulator, tables []TableRef, ts uint64) {
 	t.Helper()
-	diffs, err := CheckConsistency(ctx, up, emu, tables, ts)
+	diffs, err := verify.CheckConsistency(ctx, up.Snapshot(), emu, tables, ts)
 	if err != nil {
 		t.Fatal(err)
 	}

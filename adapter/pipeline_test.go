@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 func seedFor(t *testing.T) int64 {
@@ -154,7 +155,7 @@ func testE2ECollections(t *testing.T, wire bool) {
 		t.Fatal(err)
 	}
 	defer emu.Close()
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func testE2ECollections(t *testing.T, wire bool) {
 	}
 	// The renamed table keeps feeding the collection it had.
 	renamed := []TableRef{e2eTables[0], {DB: "shop", Table: "events_v2", Collection: e2eTables[1].CollectionName()}}
-	if err := WaitSafe(ctx, emu, renamed, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, renamed, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
 	expectConsistent(t, ctx, up, emu, renamed, final)
@@ -213,7 +214,7 @@ func testE2ECollections(t *testing.T, wire bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffs, err := CheckConsistency(ctx, up, emu, renamed, after)
+	diffs, err := verify.CheckConsistency(ctx, up.Snapshot(), emu, renamed, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +270,8 @@ func testE2ERestart(t *testing.T, wire bool) {
 		t.Fatal(err)
 	}
 	defer emu.Close()
-	cfg := AdapterConfig{DataDir: dir, Tables: e2eTables}
-	a, err := StartAdapter(ctx, up, emu, cfg)
+	cfg := Config{DataDir: dir, Tables: e2eTables}
+	a, err := Start(ctx, up, emu, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func testE2ERestart(t *testing.T, wire bool) {
 		w.step(t, ctx)
 	}
 	mid, _ := up.Cluster.CurrentTs(ctx)
-	if err := WaitSafe(ctx, emu, e2eTables, mid, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, e2eTables, mid, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ { // some of these may or may not reach the emulator
@@ -294,7 +295,7 @@ func testE2ERestart(t *testing.T, wire bool) {
 	for i := 0; i < 100; i++ { // written while no adapter runs
 		w.step(t, ctx)
 	}
-	b, err := StartAdapter(ctx, up, emu, cfg)
+	b, err := Start(ctx, up, emu, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func testE2ERestart(t *testing.T, wire bool) {
 		w.step(t, ctx)
 	}
 	final, _ := up.Cluster.CurrentTs(ctx)
-	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, b.RT.Err())
 	}
 	expectConsistent(t, ctx, up, emu, e2eTables, final)
@@ -360,7 +361,7 @@ func TestE2E_SameTsDMLAndDDL(t *testing.T) {
 	}
 	defer emu.Close()
 	tap := &orderTap{key: string(tablecodec.EncodeIntRecordKey(nil, 0, 0))}
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: e2eTables, Tap: tap})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: e2eTables, Tap: tap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestE2E_SameTsDMLAndDDL(t *testing.T) {
 		w.exec(t, ctx, fmt.Sprintf("INSERT INTO shop.products (id, title, price) VALUES (%d, 'after %d', %d)", w.nextID, w.nextID, i))
 	}
 	final, _ := up.Cluster.CurrentTs(ctx)
-	if err := WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
 	expectConsistent(t, ctx, up, emu, e2eTables, final)

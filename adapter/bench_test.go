@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 	}
 	defer emu.Close()
 	tables := []TableRef{{DB: "bench", Table: "items"}}
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tables})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: tables})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func benchCatchUp(b *testing.B, wire bool) {
 	// no seal) arrives before its end, so the reorder bounds must hold it
 	// all (N9, N13; with the default 100 000 rows a run with b.N above
 	// that fails with reorder-overflow by design).
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: []TableRef{{DB: "bench", Table: "items"}}, StartTs: startTs,
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: []TableRef{{DB: "bench", Table: "items"}}, StartTs: startTs,
 		Bridge: normalize.Config{MaxUnsealedRows: max(normalize.DefaultMaxUnsealedRows, 2*b.N), MaxUnsealedBytes: max(normalize.DefaultMaxUnsealedBytes, 512*int64(b.N))}})
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -53,7 +54,7 @@ func testColdStart(t *testing.T, wire bool) {
 	ctx, up, emu, dir, rng, exec := r.ctx, r.up, r.emu, r.dir, r.rng, r.exec
 
 	tap := &crashTap{prefix: "ALTER TABLE shop.orders TRUNCATE PARTITION"}
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: tap})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: tablesetTables, Tap: tap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func testColdStart(t *testing.T, wire bool) {
 	}
 	insert(5)
 	last := exec("INSERT INTO shop.products VALUES " + typedRow(rng, 999))
-	if err := WaitSafe(ctx, emu, tablesetTables, last, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, tablesetTables, last, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	exec("ALTER TABLE shop.orders TRUNCATE PARTITION p0")
@@ -88,7 +89,7 @@ func testColdStart(t *testing.T, wire bool) {
 	// than the collections map.
 	var log bytes.Buffer
 	var logMu sync.Mutex
-	sup, err := StartSupervisor(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables}, lockedWriter{&logMu, &log})
+	sup, err := StartSupervisor(ctx, up, emu, Config{DataDir: dir, Tables: tablesetTables}, lockedWriter{&logMu, &log})
 	if err != nil {
 		t.Fatalf("cold start: %v", err)
 	}
@@ -104,7 +105,7 @@ func testColdStart(t *testing.T, wire bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
 		logMu.Lock()
 		defer logMu.Unlock()
 		t.Fatalf("%v (supervisor err %v; log:\n%s)", err, sup.Err(), log.String())
@@ -130,7 +131,7 @@ func testColdStartUnreported(t *testing.T, wire bool) {
 	ctx, up, emu, dir, rng := r.ctx, r.up, r.emu, r.dir, r.rng
 	exec := func(q string) { r.exec(q) }
 
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables, Tap: &failTap{fail: true}})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: tablesetTables, Tap: &failTap{fail: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func testColdStartUnreported(t *testing.T, wire bool) {
 		}
 	}
 
-	a, err = StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tablesetTables})
+	a, err = Start(ctx, up, emu, Config{DataDir: dir, Tables: tablesetTables})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func testColdStartUnreported(t *testing.T, wire bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
+	if err := verify.WaitSafe(ctx, emu, tablesetTables, ts, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	expectConsistent(t, ctx, up, emu, tablesetTables, ts)

@@ -1,4 +1,4 @@
-package pipeline
+package adapter
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/grpcserver"
 	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
+	"github.com/searchfabric/sfemu/verify"
 )
 
 // TestRealCluster_MirrorEqualsAsOfTimestamp is the opt-in end-to-end test
@@ -28,10 +29,10 @@ import (
 //
 //	tiup playground --without-monitor
 //	SFEMU_TIDB_PD=127.0.0.1:2379 SFEMU_TIDB_DSN='root@tcp(127.0.0.1:4000)/' \
-//	    go test ./cmd/sfemu/pipeline -run RealCluster -v
+//	    go test ./adapter -run RealCluster -v
 //
 // Through database/sql it creates a fresh database and table, then mirrors
-// the table with ConnectUpstream + StartAdapter into an emulator while it
+// the table with ConnectUpstream + Start into an emulator while it
 // runs DML (inserts, updates, deletes, a multi-statement transaction) and
 // DDL (ADD COLUMN, then DROP COLUMN); at a final ts taken after the last
 // write it waits for safe_ts and compares the collection twice: with
@@ -113,7 +114,7 @@ func testMirrorEqualsAsOf(t *testing.T, pdAddrs []string, dsn string) {
 	}
 	defer emu.Close()
 	tables := []TableRef{{DB: schema, Table: "items"}}
-	a, err := StartAdapter(ctx, up, emu, AdapterConfig{DataDir: dir, Tables: tables, StartTs: start, ClientID: schema})
+	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: tables, StartTs: start, ClientID: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func testMirrorEqualsAsOf(t *testing.T, pdAddrs []string, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WaitSafe(ctx, emu, tables, final, 2*time.Minute); err != nil {
+	if err := verify.WaitSafe(ctx, emu, tables, final, 2*time.Minute); err != nil {
 		t.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
 
@@ -172,7 +173,7 @@ func testMirrorEqualsAsOf(t *testing.T, pdAddrs []string, dsn string) {
 		t.Fatal(err)
 	}
 	rows.Close()
-	docs, err := scanAll(ctx, emu, tables[0].CollectionName())
+	docs, err := verify.Documents(ctx, emu, tables[0].CollectionName())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package pipeline
+// Package verify checks a mirror against its upstream: it reads each table
+// by snapshot at a ts, the way the adapter reads the upstream, and compares
+// it with the collection's documents field by field (M49, SR3). The binary
+// (`sfemu run`'s check endpoint), the end-to-end tests and a simulator use
+// the same check; it depends on no particular kind of upstream, only on a
+// snapshot reader.
+package verify
 
 import (
 	"bytes"
@@ -20,6 +26,27 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
+
+// TableRef names an upstream table and the collection it is mirrored
+// into. The adapter's configured tables are of this type, so a table set
+// is checked as it was configured.
+type TableRef struct {
+	DB, Table string
+	// Collection overrides the collection the table is mirrored into
+	// (default normalize.DefaultCollectionName(DB, Table)); a renamed
+	// table keeps the collection it was mirrored into under its old name.
+	Collection string
+}
+
+func (t TableRef) String() string { return t.DB + "." + t.Table }
+
+// CollectionName is the collection the table is mirrored into.
+func (t TableRef) CollectionName() string {
+	if t.Collection != "" {
+		return t.Collection
+	}
+	return normalize.DefaultCollectionName(t.DB, t.Table)
+}
 
 // Diff is one difference between an upstream table at a ts and its
 // collection.
@@ -56,7 +83,7 @@ func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("pipeline: collection %q safe_ts %d did not reach %d within %v (last error: %v)",
+				return fmt.Errorf("verify: collection %q safe_ts %d did not reach %d within %v (last error: %v)",
 					name, st.GetSafeTs(), ts, timeout, err)
 			}
 			select {
@@ -80,14 +107,14 @@ func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts
 // is a difference. The collection must have safe_ts >= ts and the upstream
 // no changes after ts.
 //
-// The upstream side is read through up.Snapshot() (ReadTableAt), so it
-// works in every mode: in process, over the embedded gRPC servers and
+// The upstream side is read through snap (ReadTableAt), so it works with
+// every kind of upstream: in process, over the embedded gRPC servers and
 // against a real cluster (M49, SR3).
-func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator, tables []TableRef, ts uint64) ([]Diff, error) {
+func CheckConsistency(ctx context.Context, snap kvevent.SnapshotReader, emu *emulator.Emulator, tables []TableRef, ts uint64) ([]Diff, error) {
 	var diffs []Diff
 	for _, ref := range tables {
 		coll := ref.CollectionName()
-		snap, err := ReadTableAt(ctx, up.Snapshot(), ref.DB, ref.Table, ts)
+		snap, err := ReadTableAt(ctx, snap, ref.DB, ref.Table, ts)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +122,7 @@ func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator,
 		for _, c := range snap.Table.Columns {
 			cols[c.Name.O] = c
 		}
-		docs, err := scanAll(ctx, emu, coll)
+		docs, err := Documents(ctx, emu, coll)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +134,7 @@ func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator,
 		for _, row := range snap.Rows {
 			pk, want, err := normalize.RowDocument(snap.Table, row.Key, row.Values)
 			if err != nil {
-				return nil, fmt.Errorf("pipeline: %s row %x: %w", ref, row.Key, err)
+				return nil, fmt.Errorf("verify: %s row %x: %w", ref, row.Key, err)
 			}
 			seen[pk] = true
 			doc := byKey[pk]
@@ -126,19 +153,19 @@ func CheckConsistency(ctx context.Context, up *Upstream, emu *emulator.Emulator,
 					if c := cols[name]; c != nil && datumText(row.Values[c.Offset]) == originDefaultText(c) {
 						continue
 					}
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: valueText(w), Actual: "<absent>",
-						What: fmt.Sprintf("field %q missing, expected %s", name, valueText(w))})
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: "<absent>",
+						What: fmt.Sprintf("field %q missing, expected %s", name, ValueText(w))})
 					continue
 				}
 				if !proto.Equal(w, got) {
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: valueText(w), Actual: valueText(got),
-						What: fmt.Sprintf("field %q: expected %s, actual %s", name, valueText(w), valueText(got))})
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: ValueText(got),
+						What: fmt.Sprintf("field %q: expected %s, actual %s", name, ValueText(w), ValueText(got))})
 				}
 			}
 			for _, name := range sortedNames(doc.Fields) {
 				if _, ok := want[name]; !ok {
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: "<absent>", Actual: valueText(doc.Fields[name]),
-						What: fmt.Sprintf("field %q = %s is not a column of the upstream row", name, valueText(doc.Fields[name]))})
+					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: "<absent>", Actual: ValueText(doc.Fields[name]),
+						What: fmt.Sprintf("field %q = %s is not a column of the upstream row", name, ValueText(doc.Fields[name]))})
 				}
 			}
 		}
@@ -161,13 +188,15 @@ func sortedNames(m map[string]*apiv1.Value) []string {
 	return out
 }
 
-func scanAll(ctx context.Context, emu *emulator.Emulator, coll string) ([]*apiv1.Document, error) {
+// Documents reads every document of collection coll, in primary-key
+// order, page by page.
+func Documents(ctx context.Context, emu *emulator.Emulator, coll string) ([]*apiv1.Document, error) {
 	var out []*apiv1.Document
 	after := ""
 	for {
 		page, _, err := emu.Scan(ctx, coll, nil, after, 1000)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: scanning %q: %w", coll, err)
+			return nil, fmt.Errorf("verify: scanning %q: %w", coll, err)
 		}
 		out = append(out, page...)
 		if len(page) < 1000 {
@@ -189,9 +218,9 @@ func datumText(d value.Datum) string {
 	return string(b)
 }
 
-// valueText renders an emulator value for diff messages; it tells kinds
+// ValueText renders an emulator value for diff messages; it tells kinds
 // apart (a string "1" is not the integer 1).
-func valueText(v *apiv1.Value) string {
+func ValueText(v *apiv1.Value) string {
 	switch k := v.GetKind().(type) {
 	case nil, *apiv1.Value_NullValue:
 		return "NULL"
@@ -264,16 +293,16 @@ func ReadTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string
 		for {
 			kvs, err := r.Scan(ctx, start, end, ts, snapshotPage)
 			if err != nil {
-				return nil, fmt.Errorf("pipeline: read %s.%s (physical table %d) at ts %d: %w", db, table, phys, ts, err)
+				return nil, fmt.Errorf("verify: read %s.%s (physical table %d) at ts %d: %w", db, table, phys, ts, err)
 			}
 			for _, kv := range kvs {
 				entry := kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: kv.Key, Value: kv.Value, CRTs: ts}
 				if err := m.Decode(&entry, ti, &rc); err != nil {
-					return nil, fmt.Errorf("pipeline: decode row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+					return nil, fmt.Errorf("verify: decode row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
 				}
 				ds, err := rc.Row.Datums(nil)
 				if err != nil {
-					return nil, fmt.Errorf("pipeline: row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+					return nil, fmt.Errorf("verify: row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
 				}
 				for i := range ds {
 					ds[i] = ds[i].Clone()
