@@ -3,6 +3,8 @@ package schemafence
 import (
 	"fmt"
 	"sort"
+
+	"github.com/searchfabric/sfemu/internal/invariants"
 )
 
 // RegressionError reports a timestamp that went backwards. Every ordering
@@ -77,6 +79,9 @@ func NewFence(tableIDs []int64) (*Fence, error) {
 // smaller value is a *RegressionError and an id outside the set an
 // *UnknownTableError. On error the fence is unchanged.
 func (f *Fence) Advance(tableID int64, resolvedTs uint64) error {
+	if invariants.Enabled {
+		defer f.checkInvariants()
+	}
 	i, ok := f.index[tableID]
 	if !ok {
 		return &UnknownTableError{TableID: tableID, Known: f.ids}

@@ -3,6 +3,8 @@ package schemafence
 import (
 	"fmt"
 	"sort"
+
+	"github.com/searchfabric/sfemu/internal/invariants"
 )
 
 // Modality names used by the emulator contract (specs/emulator-contract.md).
@@ -134,6 +136,9 @@ func (w *Watermarks) Modalities() []string { return append([]string(nil), w.moda
 // initial applied ts for every modality. It fails when that would lower an
 // already published applied_ts or safe_ts.
 func (w *Watermarks) AddPartition(partition string, ts uint64) error {
+	if invariants.Enabled {
+		defer w.checkInvariants()
+	}
 	for _, p := range w.partitions {
 		if p == partition {
 			return fmt.Errorf("schemafence: source partition %q already mapped", partition)
@@ -155,6 +160,9 @@ func (w *Watermarks) AddPartition(partition string, ts uint64) error {
 // Advance records that modality has applied every change of partition with
 // commit_ts <= ts.
 func (w *Watermarks) Advance(modality, partition string, ts uint64) error {
+	if invariants.Enabled {
+		defer w.checkInvariants()
+	}
 	pm, ok := w.vals[modality]
 	if !ok {
 		return fmt.Errorf("schemafence: modality %q is not enabled (enabled: %v)", modality, w.modalities)
