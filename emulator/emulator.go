@@ -34,6 +34,12 @@ type Emulator struct {
 	broken error // set by a failed commit (E92)
 	// notify is closed and replaced whenever a watermark may have moved.
 	notify chan struct{}
+	// held is the highest safe_ts reported per collection name (E55): a
+	// rebuild holds it until the new generation passes it.
+	held map[string]uint64
+	// indexGate, when set (tests only, under mu), runs before every apply
+	// of an index built by a schema change, so a test can hold a rebuild.
+	indexGate func()
 
 	metrics  *metrics
 	registry *prometheus.Registry
@@ -56,6 +62,13 @@ type collection struct {
 	vecConfig  string
 	vecW       *asyncIndex
 	aux        *auxIndex
+
+	// prevGen answers searches while this generation's text or vector
+	// indexes are built beside it (E55); nil once this generation serves.
+	prevGen *collection
+	// rebuilding lists the async indexes this generation builds from the
+	// documents (not the ones it re-uses), for the rebuild progress.
+	rebuilding []*asyncIndex
 }
 
 func (c *collection) active() bool {
@@ -92,6 +105,7 @@ func Open(dir string, opts Options) (*Emulator, error) {
 		parts:  map[string]*apiv1.PartitionState{},
 		idem:   map[string]storage.IdemRecord{},
 		notify: make(chan struct{}),
+		held:   map[string]uint64{},
 	}
 	if err := e.initMetrics(); err != nil {
 		return nil, err
@@ -211,8 +225,9 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 	if c.has(apiv1.Modality_MODALITY_TEXT) {
 		fields := textFields(def)
 		if reuse && prev.textIdx != nil && equalStrings(prev.textFields, fields) {
+			// Shared with prev, which may still serve searches (E55);
+			// retireGen leaves what the next generation uses open.
 			c.textFields, c.textIdx, c.textW = prev.textFields, prev.textIdx, prev.textW
-			prev.textW, prev.textIdx = nil, nil // ownership moves
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_TEXT, c.textW)
 		} else {
 			idx, err := text.OpenScratch(e.opts.TextScratchDir, fields)
@@ -220,7 +235,8 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 				return nil, err
 			}
 			c.textFields, c.textIdx = fields, idx
-			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), textApplier(idx, fields), e.onIndexMark)
+			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), e.gated(textApplier(idx, fields)), e.onIndexMark)
+			c.rebuilding = append(c.rebuilding, c.textW)
 			e.rebuildAsync(c, c.textW)
 		}
 	}
@@ -229,7 +245,6 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 		cfg := vectorConfig(def)
 		if reuse && prev.vecW != nil && prev.vecConfig == cfg {
 			c.vecFields, c.vecConfig, c.vecW = prev.vecFields, prev.vecConfig, prev.vecW
-			prev.vecW, prev.vecFields = nil, nil
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_VECTOR, c.vecW)
 		} else {
 			vfs, err := newVectorFields(def, e.opts.VectorHNSWThreshold)
@@ -237,22 +252,43 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 				return nil, err
 			}
 			c.vecFields, c.vecConfig = vfs, cfg
-			c.vecW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_VECTOR), vectorApplier(vfs), e.onIndexMark)
+			c.vecW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_VECTOR), e.gated(vectorApplier(vfs)), e.onIndexMark)
+			c.rebuilding = append(c.rebuilding, c.vecW)
 			e.rebuildAsync(c, c.vecW)
 		}
 	}
 	return c, nil
 }
 
-// rebuildAsync queues every live document and then one mark per reported
-// partition, so the modality catches up with the document store (E61).
-func (e *Emulator) rebuildAsync(c *collection, w *asyncIndex) {
-	all := make([]docstore.Change, 0, c.docs.Live())
-	for _, pk := range c.docs.Keys() {
-		ent, _ := c.docs.Get(pk)
-		all = append(all, docstore.Change{PK: pk, New: ent})
+// gated wraps an index apply with the test hook that holds rebuilds.
+func (e *Emulator) gated(apply func([]docstore.Change) error) func([]docstore.Change) error {
+	g := e.indexGate
+	if g == nil {
+		return apply
 	}
-	w.enqueueChanges(all)
+	return func(ch []docstore.Change) error {
+		g()
+		return apply(ch)
+	}
+}
+
+// rebuildAsync queues every live document, in chunks of maxCoalesce so a
+// rebuild is applied as bounded index batches and reports its progress, and
+// then one mark per reported partition, so the modality catches up with the
+// document store (E61).
+func (e *Emulator) rebuildAsync(c *collection, w *asyncIndex) {
+	keys := c.docs.Keys()
+	w.setRebuildTarget(len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), maxCoalesce)
+		chunk := make([]docstore.Change, 0, n)
+		for _, pk := range keys[:n] {
+			ent, _ := c.docs.Get(pk)
+			chunk = append(chunk, docstore.Change{PK: pk, New: ent})
+		}
+		w.enqueueChanges(chunk)
+		keys = keys[n:]
+	}
 	for _, p := range c.rec.GetDefinition().GetSourcePartitions() {
 		if ps := e.parts[p]; ps != nil && ps.GetResolvedTs() > 0 {
 			w.enqueueMark(p, ps.GetResolvedTs())
@@ -279,8 +315,8 @@ func (e *Emulator) onIndexMark(w *asyncIndex, partition string, ts uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ps := e.parts[partition]
-	if ps == nil {
-		return
+	if ps == nil || e.closed {
+		return // Close owns the generations now
 	}
 	c := e.colls[ps.GetCollection()]
 	if c == nil || (c.textW != w && c.vecW != w) {
@@ -295,6 +331,7 @@ func (e *Emulator) onIndexMark(w *asyncIndex, partition string, ts uint64) {
 		}
 		w.mu.Unlock()
 	}
+	e.settleLocked(c)
 	e.bumpLocked()
 }
 
@@ -304,25 +341,6 @@ func (e *Emulator) bumpLocked() {
 	e.notify = make(chan struct{})
 }
 
-// stopIndexes stops a collection's async workers and closes its indexes.
-func stopIndexes(c *collection) {
-	if c.textW != nil {
-		c.textW.stop()
-	}
-	if c.vecW != nil {
-		c.vecW.stop()
-	}
-	if c.textIdx != nil {
-		idx, w := c.textIdx, c.textW
-		go func() {
-			if w != nil {
-				<-w.done
-			}
-			_ = idx.Close()
-		}()
-	}
-}
-
 // WaitIndexed blocks until every text and vector modality has applied
 // everything queued so far. For tests, benchmarks and tools; reads do not
 // need it (they wait on safe_ts).
@@ -330,11 +348,16 @@ func (e *Emulator) WaitIndexed() {
 	e.mu.RLock()
 	var ws []*asyncIndex
 	for _, c := range e.colls {
-		if c.textW != nil {
-			ws = append(ws, c.textW)
-		}
-		if c.vecW != nil {
-			ws = append(ws, c.vecW)
+		for _, g := range []*collection{c, c.prevGen} {
+			if g == nil {
+				continue
+			}
+			if g.textW != nil {
+				ws = append(ws, g.textW)
+			}
+			if g.vecW != nil {
+				ws = append(ws, g.vecW)
+			}
 		}
 	}
 	e.mu.RUnlock()
@@ -361,17 +384,10 @@ func (e *Emulator) Close() error {
 	e.bumpLocked()
 	e.mu.Unlock()
 	for _, c := range colls {
-		if c.textW != nil {
-			c.textW.stop()
-			<-c.textW.done
+		if c.prevGen != nil {
+			closeGen(c.prevGen, c)
 		}
-		if c.vecW != nil {
-			c.vecW.stop()
-			<-c.vecW.done
-		}
-		if c.textIdx != nil {
-			_ = c.textIdx.Close()
-		}
+		closeGen(c)
 	}
 	if e.db != nil {
 		return e.db.Close()

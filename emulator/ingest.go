@@ -170,7 +170,7 @@ func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionR
 	resp := &apiv1.AdvancePartitionResponse{Collection: name}
 	if p.GetSourceEpoch() == ps.GetSourceEpoch() && p.GetResolvedTs() == ps.GetResolvedTs() {
 		e.mu.RLock()
-		resp.SafeTs = c.safeTs()
+		resp.SafeTs = e.safeLocked(c)
 		e.mu.RUnlock()
 		return resp, nil
 	}
@@ -199,7 +199,8 @@ func (e *Emulator) advance(p *apiv1.PartitionProgress) (*apiv1.AdvancePartitionR
 		}
 	}
 	collected := e.collectTombstonesLocked(c)
-	resp.SafeTs = c.safeTs()
+	e.settleLocked(c)
+	resp.SafeTs = e.safeLocked(c)
 	e.bumpLocked()
 	e.mu.Unlock()
 

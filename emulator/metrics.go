@@ -97,12 +97,15 @@ var (
 	descSafeLag    = prometheus.NewDesc("sfemu_collection_safe_lag_seconds", "Clock minus the physical time of safe_ts.", []string{"collection"}, nil)
 	descDocs       = prometheus.NewDesc("sfemu_collection_documents", "Live documents per collection.", []string{"collection"}, nil)
 	descFailed     = prometheus.NewDesc("sfemu_modality_failed", "1 when an asynchronous modality stopped on an index error (its applied_ts no longer advances, E51a).", []string{"collection", "modality"}, nil)
+	descRebuilding = prometheus.NewDesc("sfemu_collection_rebuilding", "1 while a generation is built beside the serving one (E58).", []string{"collection"}, nil)
+	descRebuildPct = prometheus.NewDesc("sfemu_collection_rebuild_percent", "Share of the documents the rebuilding generation has re-indexed, 0..100 (0 when not rebuilding).", []string{"collection"}, nil)
+	descGeneration = prometheus.NewDesc("sfemu_collection_generation", "Lineage generation per collection: role newest is the latest schema generation, serving the one answering searches (they differ while rebuilding).", []string{"collection", "role"}, nil)
 )
 
 type watermarkCollector struct{ e *Emulator }
 
 func (w *watermarkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs, descFailed} {
+	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs, descFailed, descRebuilding, descRebuildPct, descGeneration} {
 		ch <- d
 	}
 }
@@ -123,16 +126,24 @@ func (w *watermarkCollector) Collect(ch chan<- prometheus.Metric) {
 		if !c.active() {
 			continue
 		}
-		for _, m := range c.mods {
+		// Watermarks are the serving generation's and safe_ts the held
+		// one (E56), so a rebuild never shows as a lag from 0.
+		g := c.serving()
+		for _, m := range g.mods {
 			mn := contract.ModalityName(m)
-			a, _ := c.wm.Applied(mn)
+			a, _ := g.wm.Applied(mn)
 			ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(a), name, mn)
 			ch <- prometheus.MustNewConstMetric(descAppliedLag, prometheus.GaugeValue, lag(a), name, mn)
 		}
-		s := c.safeTs()
+		s := e.safeLocked(c)
 		ch <- prometheus.MustNewConstMetric(descSafe, prometheus.GaugeValue, float64(s), name)
 		ch <- prometheus.MustNewConstMetric(descSafeLag, prometheus.GaugeValue, lag(s), name)
 		ch <- prometheus.MustNewConstMetric(descDocs, prometheus.GaugeValue, float64(c.docs.Live()), name)
+		rb := rebuildLocked(c)
+		ch <- prometheus.MustNewConstMetric(descRebuilding, prometheus.GaugeValue, b2f(rb != nil), name)
+		ch <- prometheus.MustNewConstMetric(descRebuildPct, prometheus.GaugeValue, float64(rb.GetPercent()), name)
+		ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(c.rec.GetLineage().GetGeneration()), name, "newest")
+		ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(g.rec.GetLineage().GetGeneration()), name, "serving")
 		for _, w := range []*asyncIndex{c.textW, c.vecW} {
 			if w == nil {
 				continue
@@ -144,4 +155,11 @@ func (w *watermarkCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, failed, name, w.modality)
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

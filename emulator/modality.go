@@ -30,6 +30,10 @@ type asyncIndex struct {
 	stopped bool
 	err     error // first apply error; the modality stops advancing
 	done    chan struct{}
+	// target is the number of documents a rebuild queued (E58) and
+	// applied the number of changes indexed since, for its progress.
+	target  int
+	applied int
 }
 
 type work struct {
@@ -60,6 +64,20 @@ func (w *asyncIndex) enqueueMark(partition string, ts uint64) {
 	w.queue = append(w.queue, work{partition: partition, ts: ts})
 	w.mu.Unlock()
 	w.cond.Broadcast()
+}
+
+// setRebuildTarget records how many documents a rebuild queued.
+func (w *asyncIndex) setRebuildTarget(n int) {
+	w.mu.Lock()
+	w.target = n
+	w.mu.Unlock()
+}
+
+// rebuildProgress returns the rebuild's documents indexed and queued.
+func (w *asyncIndex) rebuildProgress() (done, total int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return min(w.applied, w.target), w.target
 }
 
 // stop ends the goroutine without waiting; queued work is dropped.
@@ -170,6 +188,9 @@ func (w *asyncIndex) run() {
 
 		w.mu.Lock()
 		w.busy = false
+		if !failed {
+			w.applied += len(pending)
+		}
 		w.mu.Unlock()
 		w.cond.Broadcast()
 	}

@@ -21,11 +21,14 @@ func (e *Emulator) statusLocked(c *collection) *apiv1.CollectionStatus {
 	}
 	st.DocCount = uint64(c.docs.Live())
 	st.TombstoneCount = uint64(c.docs.Tombstones())
-	for _, m := range c.mods {
-		a, _ := c.wm.Applied(contract.ModalityName(m))
+	// Watermarks are the serving generation's (E56, E58).
+	g := c.serving()
+	for _, m := range g.mods {
+		a, _ := g.wm.Applied(contract.ModalityName(m))
 		st.Modalities = append(st.Modalities, &apiv1.ModalityProgress{Modality: m, AppliedTs: a})
 	}
-	st.SafeTs = c.safeTs()
+	st.SafeTs = e.safeLocked(c)
+	st.Rebuild = rebuildLocked(c)
 	return st
 }
 
@@ -95,7 +98,7 @@ func (e *Emulator) waitFresh(ctx context.Context, name string, minTs uint64) (ui
 			e.mu.RUnlock()
 			return 0, notFound(name, "collection")
 		}
-		safe := c.safeTs()
+		safe := e.safeLocked(c)
 		ch := e.notify
 		e.mu.RUnlock()
 		if safe >= minTs {
@@ -128,7 +131,7 @@ func (e *Emulator) notFresh(name string, minTs uint64) error {
 	e.mu.RLock()
 	var safe uint64
 	if c := e.colls[name]; c != nil && c.active() {
-		safe = c.safeTs()
+		safe = e.safeLocked(c)
 	}
 	e.mu.RUnlock()
 	return contract.Errf(contract.ReasonNotYetFresh, "min_ts", fmt.Sprintf("safe_ts >= %d", minTs), fmt.Sprint(safe), "collection %q is not fresh enough within %s", name, e.opts.MaxReadWait)
@@ -154,7 +157,9 @@ func (e *Emulator) getDocument(ctx context.Context, req *apiv1.GetDocumentReques
 	if c == nil || !c.active() {
 		return nil, notFound(req.GetCollection(), "collection")
 	}
-	if s := c.safeTs(); s > readTs {
+	// Documents switch to the new generation at the schema change (E28);
+	// the read_ts reported is the collection's (E56).
+	if s := e.safeLocked(c); s > readTs {
 		readTs = s
 	}
 	resp := &apiv1.GetDocumentResponse{ReadTs: readTs}
@@ -193,5 +198,5 @@ func (e *Emulator) Scan(ctx context.Context, collection string, filters []*apiv1
 			out = append(out, &apiv1.Document{PrimaryKey: keys[i], Fields: ent.Fields, CommitTs: ent.Version, SourcePartition: ent.Partition})
 		}
 	}
-	return out, c.safeTs(), nil
+	return out, e.safeLocked(c), nil
 }

@@ -193,7 +193,9 @@ func (e *Emulator) putSchema(req *apiv1.PutCollectionSchemaRequest) (*apiv1.PutC
 	}
 	e.idem[string(idemKey)] = storage.IdemRecord{Digest: digest, Response: respBytes}
 	if isDrop {
-		stopIndexes(prev)
+		retireGen(prev.prevGen, prev)
+		retireGen(prev)
+		delete(e.held, name)
 		e.colls[name] = &collection{rec: rec}
 	} else {
 		c, err := e.buildCollection(rec, docs, prev)
@@ -203,10 +205,9 @@ func (e *Emulator) putSchema(req *apiv1.PutCollectionSchemaRequest) (*apiv1.PutC
 			e.broken = err
 			return nil, contract.Errf(contract.ReasonInternal, "", "", "", "build collection: %v", err)
 		}
-		if prev != nil && prev.active() {
-			stopIndexes(prev)
-		}
+		e.adoptLocked(prev, c)
 		e.colls[name] = c
+		e.settleLocked(c)
 	}
 	e.bumpLocked()
 	return resp, nil

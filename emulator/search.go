@@ -41,9 +41,6 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	if limit > MaxSearchLimit {
 		return nil, contract.Errf(contract.ReasonInvalidQuery, "limit", fmt.Sprintf("<= %d", MaxSearchLimit), fmt.Sprint(req.GetLimit()), "limit too large")
 	}
-	if err := e.checkSearch(req); err != nil {
-		return nil, err
-	}
 	readTs, err := e.waitFresh(ctx, req.GetCollection(), req.GetMinTs())
 	if err != nil {
 		return nil, err
@@ -51,12 +48,18 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	c := e.colls[req.GetCollection()]
-	if c == nil || !c.active() {
+	newest := e.colls[req.GetCollection()]
+	if newest == nil || !newest.active() {
 		return nil, notFound(req.GetCollection(), "collection")
 	}
-	if s := c.safeTs(); s > readTs {
+	// The serving generation answers the whole search, and read_ts is the
+	// one it reflects (E55, E70): never a partly rebuilt index.
+	c := newest.serving()
+	if s := e.safeLocked(newest); s > readTs {
 		readTs = s
+	}
+	if err := checkSearchOn(c, req); err != nil {
+		return nil, err
 	}
 	fs, err := compileFilters(c.schema, req.GetFilters())
 	if err != nil {
@@ -193,14 +196,9 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	return resp, nil
 }
 
-// checkSearch validates the text and vector legs against the collection.
-func (e *Emulator) checkSearch(req *apiv1.SearchRequest) error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	c := e.colls[req.GetCollection()]
-	if c == nil || !c.active() {
-		return notFound(req.GetCollection(), "collection")
-	}
+// checkSearchOn validates the text and vector legs against the generation
+// that serves the search (E73, E55).
+func checkSearchOn(c *collection, req *apiv1.SearchRequest) error {
 	if t := req.GetText(); t != nil {
 		if c.textIdx == nil {
 			return contract.Errf(contract.ReasonInvalidQuery, "text", "a collection with TEXT fields", req.GetCollection(), "collection has no text modality")

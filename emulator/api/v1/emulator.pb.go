@@ -2095,10 +2095,16 @@ type CollectionStatus struct {
 	State          CollectionState        `protobuf:"varint,3,opt,name=state,proto3,enum=sfemu.emulator.v1.CollectionState" json:"state,omitempty"`
 	DocCount       uint64                 `protobuf:"varint,4,opt,name=doc_count,json=docCount,proto3" json:"doc_count,omitempty"`
 	TombstoneCount uint64                 `protobuf:"varint,5,opt,name=tombstone_count,json=tombstoneCount,proto3" json:"tombstone_count,omitempty"`
-	Modalities     []*ModalityProgress    `protobuf:"bytes,6,rep,name=modalities,proto3" json:"modalities,omitempty"`
-	SafeTs         uint64                 `protobuf:"varint,7,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The serving generation's applied_ts per modality (E56).
+	Modalities []*ModalityProgress `protobuf:"bytes,6,rep,name=modalities,proto3" json:"modalities,omitempty"`
+	// The collection's safe_ts: the serving generation's, never below a
+	// value reported before (E56); 0 only before the first one.
+	SafeTs uint64 `protobuf:"varint,7,opt,name=safe_ts,json=safeTs,proto3" json:"safe_ts,omitempty"`
+	// Set while a schema change's generation is built beside the serving
+	// one (E55, E58); absent otherwise.
+	Rebuild       *RebuildStatus `protobuf:"bytes,8,opt,name=rebuild,proto3" json:"rebuild,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectionStatus) Reset() {
@@ -2180,6 +2186,79 @@ func (x *CollectionStatus) GetSafeTs() uint64 {
 	return 0
 }
 
+func (x *CollectionStatus) GetRebuild() *RebuildStatus {
+	if x != nil {
+		return x.Rebuild
+	}
+	return nil
+}
+
+// RebuildStatus is a generation being built beside the serving one (E58):
+// shown as "rebuilding gen=<generation> <percent>%".
+type RebuildStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Lineage generation being built.
+	Generation uint64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Lineage generation answering searches meanwhile.
+	ServingGeneration uint64 `protobuf:"varint,2,opt,name=serving_generation,json=servingGeneration,proto3" json:"serving_generation,omitempty"`
+	// Documents re-indexed by the rebuilt modalities, 0..100; 100 while the
+	// new generation's watermarks catch up with the held safe_ts.
+	Percent       uint32 `protobuf:"varint,3,opt,name=percent,proto3" json:"percent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebuildStatus) Reset() {
+	*x = RebuildStatus{}
+	mi := &file_emulator_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebuildStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebuildStatus) ProtoMessage() {}
+
+func (x *RebuildStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebuildStatus.ProtoReflect.Descriptor instead.
+func (*RebuildStatus) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RebuildStatus) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RebuildStatus) GetServingGeneration() uint64 {
+	if x != nil {
+		return x.ServingGeneration
+	}
+	return 0
+}
+
+func (x *RebuildStatus) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
 type GetCollectionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2189,7 +2268,7 @@ type GetCollectionRequest struct {
 
 func (x *GetCollectionRequest) Reset() {
 	*x = GetCollectionRequest{}
-	mi := &file_emulator_proto_msgTypes[19]
+	mi := &file_emulator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2280,7 @@ func (x *GetCollectionRequest) String() string {
 func (*GetCollectionRequest) ProtoMessage() {}
 
 func (x *GetCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[19]
+	mi := &file_emulator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2293,7 @@ func (x *GetCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCollectionRequest.ProtoReflect.Descriptor instead.
 func (*GetCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{19}
+	return file_emulator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetCollectionRequest) GetName() string {
@@ -2234,7 +2313,7 @@ type ListCollectionsRequest struct {
 
 func (x *ListCollectionsRequest) Reset() {
 	*x = ListCollectionsRequest{}
-	mi := &file_emulator_proto_msgTypes[20]
+	mi := &file_emulator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2325,7 @@ func (x *ListCollectionsRequest) String() string {
 func (*ListCollectionsRequest) ProtoMessage() {}
 
 func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[20]
+	mi := &file_emulator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2338,7 @@ func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListCollectionsRequest) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{20}
+	return file_emulator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListCollectionsRequest) GetIncludeDropped() bool {
@@ -2278,7 +2357,7 @@ type ListCollectionsResponse struct {
 
 func (x *ListCollectionsResponse) Reset() {
 	*x = ListCollectionsResponse{}
-	mi := &file_emulator_proto_msgTypes[21]
+	mi := &file_emulator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2369,7 @@ func (x *ListCollectionsResponse) String() string {
 func (*ListCollectionsResponse) ProtoMessage() {}
 
 func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[21]
+	mi := &file_emulator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2382,7 @@ func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListCollectionsResponse) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{21}
+	return file_emulator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListCollectionsResponse) GetCollections() []*CollectionStatus {
@@ -2323,7 +2402,7 @@ type GetProgressRequest struct {
 
 func (x *GetProgressRequest) Reset() {
 	*x = GetProgressRequest{}
-	mi := &file_emulator_proto_msgTypes[22]
+	mi := &file_emulator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2414,7 @@ func (x *GetProgressRequest) String() string {
 func (*GetProgressRequest) ProtoMessage() {}
 
 func (x *GetProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[22]
+	mi := &file_emulator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2427,7 @@ func (x *GetProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProgressRequest.ProtoReflect.Descriptor instead.
 func (*GetProgressRequest) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{22}
+	return file_emulator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetProgressRequest) GetSourcePartitions() []string {
@@ -2367,7 +2446,7 @@ type GetProgressResponse struct {
 
 func (x *GetProgressResponse) Reset() {
 	*x = GetProgressResponse{}
-	mi := &file_emulator_proto_msgTypes[23]
+	mi := &file_emulator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2458,7 @@ func (x *GetProgressResponse) String() string {
 func (*GetProgressResponse) ProtoMessage() {}
 
 func (x *GetProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[23]
+	mi := &file_emulator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2471,7 @@ func (x *GetProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProgressResponse.ProtoReflect.Descriptor instead.
 func (*GetProgressResponse) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{23}
+	return file_emulator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetProgressResponse) GetPartitions() []*PartitionState {
@@ -2415,7 +2494,7 @@ type Document struct {
 
 func (x *Document) Reset() {
 	*x = Document{}
-	mi := &file_emulator_proto_msgTypes[24]
+	mi := &file_emulator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2506,7 @@ func (x *Document) String() string {
 func (*Document) ProtoMessage() {}
 
 func (x *Document) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[24]
+	mi := &file_emulator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2519,7 @@ func (x *Document) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Document.ProtoReflect.Descriptor instead.
 func (*Document) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{24}
+	return file_emulator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Document) GetPrimaryKey() string {
@@ -2483,7 +2562,7 @@ type GetDocumentRequest struct {
 
 func (x *GetDocumentRequest) Reset() {
 	*x = GetDocumentRequest{}
-	mi := &file_emulator_proto_msgTypes[25]
+	mi := &file_emulator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2574,7 @@ func (x *GetDocumentRequest) String() string {
 func (*GetDocumentRequest) ProtoMessage() {}
 
 func (x *GetDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[25]
+	mi := &file_emulator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2587,7 @@ func (x *GetDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocumentRequest.ProtoReflect.Descriptor instead.
 func (*GetDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{25}
+	return file_emulator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetDocumentRequest) GetCollection() string {
@@ -2543,7 +2622,7 @@ type GetDocumentResponse struct {
 
 func (x *GetDocumentResponse) Reset() {
 	*x = GetDocumentResponse{}
-	mi := &file_emulator_proto_msgTypes[26]
+	mi := &file_emulator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2634,7 @@ func (x *GetDocumentResponse) String() string {
 func (*GetDocumentResponse) ProtoMessage() {}
 
 func (x *GetDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[26]
+	mi := &file_emulator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2647,7 @@ func (x *GetDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocumentResponse.ProtoReflect.Descriptor instead.
 func (*GetDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{26}
+	return file_emulator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetDocumentResponse) GetFound() bool {
@@ -2603,7 +2682,7 @@ type TextQuery struct {
 
 func (x *TextQuery) Reset() {
 	*x = TextQuery{}
-	mi := &file_emulator_proto_msgTypes[27]
+	mi := &file_emulator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2694,7 @@ func (x *TextQuery) String() string {
 func (*TextQuery) ProtoMessage() {}
 
 func (x *TextQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[27]
+	mi := &file_emulator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2707,7 @@ func (x *TextQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextQuery.ProtoReflect.Descriptor instead.
 func (*TextQuery) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{27}
+	return file_emulator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TextQuery) GetQuery() string {
@@ -2657,7 +2736,7 @@ type VectorQuery struct {
 
 func (x *VectorQuery) Reset() {
 	*x = VectorQuery{}
-	mi := &file_emulator_proto_msgTypes[28]
+	mi := &file_emulator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +2748,7 @@ func (x *VectorQuery) String() string {
 func (*VectorQuery) ProtoMessage() {}
 
 func (x *VectorQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[28]
+	mi := &file_emulator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +2761,7 @@ func (x *VectorQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorQuery.ProtoReflect.Descriptor instead.
 func (*VectorQuery) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{28}
+	return file_emulator_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *VectorQuery) GetField() string {
@@ -2719,7 +2798,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_emulator_proto_msgTypes[29]
+	mi := &file_emulator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2731,7 +2810,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[29]
+	mi := &file_emulator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2744,7 +2823,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{29}
+	return file_emulator_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Filter) GetField() string {
@@ -2798,7 +2877,7 @@ type SearchRequest struct {
 
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-	mi := &file_emulator_proto_msgTypes[30]
+	mi := &file_emulator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2889,7 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[30]
+	mi := &file_emulator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2902,7 @@ func (x *SearchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{30}
+	return file_emulator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchRequest) GetCollection() string {
@@ -2910,7 +2989,7 @@ type SearchHit struct {
 
 func (x *SearchHit) Reset() {
 	*x = SearchHit{}
-	mi := &file_emulator_proto_msgTypes[31]
+	mi := &file_emulator_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3001,7 @@ func (x *SearchHit) String() string {
 func (*SearchHit) ProtoMessage() {}
 
 func (x *SearchHit) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[31]
+	mi := &file_emulator_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3014,7 @@ func (x *SearchHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
 func (*SearchHit) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{31}
+	return file_emulator_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchHit) GetPrimaryKey() string {
@@ -2986,7 +3065,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_emulator_proto_msgTypes[32]
+	mi := &file_emulator_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3077,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[32]
+	mi := &file_emulator_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3090,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{32}
+	return file_emulator_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchResponse) GetHits() []*SearchHit {
@@ -3051,7 +3130,7 @@ type ContractError struct {
 
 func (x *ContractError) Reset() {
 	*x = ContractError{}
-	mi := &file_emulator_proto_msgTypes[33]
+	mi := &file_emulator_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3142,7 @@ func (x *ContractError) String() string {
 func (*ContractError) ProtoMessage() {}
 
 func (x *ContractError) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[33]
+	mi := &file_emulator_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3155,7 @@ func (x *ContractError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContractError.ProtoReflect.Descriptor instead.
 func (*ContractError) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{33}
+	return file_emulator_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ContractError) GetReason() string {
@@ -3250,7 +3329,7 @@ const file_emulator_proto_rawDesc = "" +
 	"\x10ModalityProgress\x127\n" +
 	"\bmodality\x18\x01 \x01(\x0e2\x1b.sfemu.emulator.v1.ModalityR\bmodality\x12\x1d\n" +
 	"\n" +
-	"applied_ts\x18\x02 \x01(\x04R\tappliedTs\"\xef\x02\n" +
+	"applied_ts\x18\x02 \x01(\x04R\tappliedTs\"\xab\x03\n" +
 	"\x10CollectionStatus\x12G\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\v2'.sfemu.emulator.v1.CollectionDefinitionR\n" +
@@ -3262,7 +3341,14 @@ const file_emulator_proto_rawDesc = "" +
 	"\n" +
 	"modalities\x18\x06 \x03(\v2#.sfemu.emulator.v1.ModalityProgressR\n" +
 	"modalities\x12\x17\n" +
-	"\asafe_ts\x18\a \x01(\x04R\x06safeTs\"*\n" +
+	"\asafe_ts\x18\a \x01(\x04R\x06safeTs\x12:\n" +
+	"\arebuild\x18\b \x01(\v2 .sfemu.emulator.v1.RebuildStatusR\arebuild\"x\n" +
+	"\rRebuildStatus\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12-\n" +
+	"\x12serving_generation\x18\x02 \x01(\x04R\x11servingGeneration\x12\x18\n" +
+	"\apercent\x18\x03 \x01(\rR\apercent\"*\n" +
 	"\x14GetCollectionRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"A\n" +
 	"\x16ListCollectionsRequest\x12'\n" +
@@ -3444,7 +3530,7 @@ func file_emulator_proto_rawDescGZIP() []byte {
 }
 
 var file_emulator_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_emulator_proto_goTypes = []any{
 	(ClientKind)(0),                     // 0: sfemu.emulator.v1.ClientKind
 	(FieldType)(0),                      // 1: sfemu.emulator.v1.FieldType
@@ -3476,24 +3562,25 @@ var file_emulator_proto_goTypes = []any{
 	(*PartitionState)(nil),              // 27: sfemu.emulator.v1.PartitionState
 	(*ModalityProgress)(nil),            // 28: sfemu.emulator.v1.ModalityProgress
 	(*CollectionStatus)(nil),            // 29: sfemu.emulator.v1.CollectionStatus
-	(*GetCollectionRequest)(nil),        // 30: sfemu.emulator.v1.GetCollectionRequest
-	(*ListCollectionsRequest)(nil),      // 31: sfemu.emulator.v1.ListCollectionsRequest
-	(*ListCollectionsResponse)(nil),     // 32: sfemu.emulator.v1.ListCollectionsResponse
-	(*GetProgressRequest)(nil),          // 33: sfemu.emulator.v1.GetProgressRequest
-	(*GetProgressResponse)(nil),         // 34: sfemu.emulator.v1.GetProgressResponse
-	(*Document)(nil),                    // 35: sfemu.emulator.v1.Document
-	(*GetDocumentRequest)(nil),          // 36: sfemu.emulator.v1.GetDocumentRequest
-	(*GetDocumentResponse)(nil),         // 37: sfemu.emulator.v1.GetDocumentResponse
-	(*TextQuery)(nil),                   // 38: sfemu.emulator.v1.TextQuery
-	(*VectorQuery)(nil),                 // 39: sfemu.emulator.v1.VectorQuery
-	(*Filter)(nil),                      // 40: sfemu.emulator.v1.Filter
-	(*SearchRequest)(nil),               // 41: sfemu.emulator.v1.SearchRequest
-	(*SearchHit)(nil),                   // 42: sfemu.emulator.v1.SearchHit
-	(*SearchResponse)(nil),              // 43: sfemu.emulator.v1.SearchResponse
-	(*ContractError)(nil),               // 44: sfemu.emulator.v1.ContractError
-	nil,                                 // 45: sfemu.emulator.v1.Mutation.FieldsEntry
-	nil,                                 // 46: sfemu.emulator.v1.Document.FieldsEntry
-	nil,                                 // 47: sfemu.emulator.v1.SearchHit.FieldsEntry
+	(*RebuildStatus)(nil),               // 30: sfemu.emulator.v1.RebuildStatus
+	(*GetCollectionRequest)(nil),        // 31: sfemu.emulator.v1.GetCollectionRequest
+	(*ListCollectionsRequest)(nil),      // 32: sfemu.emulator.v1.ListCollectionsRequest
+	(*ListCollectionsResponse)(nil),     // 33: sfemu.emulator.v1.ListCollectionsResponse
+	(*GetProgressRequest)(nil),          // 34: sfemu.emulator.v1.GetProgressRequest
+	(*GetProgressResponse)(nil),         // 35: sfemu.emulator.v1.GetProgressResponse
+	(*Document)(nil),                    // 36: sfemu.emulator.v1.Document
+	(*GetDocumentRequest)(nil),          // 37: sfemu.emulator.v1.GetDocumentRequest
+	(*GetDocumentResponse)(nil),         // 38: sfemu.emulator.v1.GetDocumentResponse
+	(*TextQuery)(nil),                   // 39: sfemu.emulator.v1.TextQuery
+	(*VectorQuery)(nil),                 // 40: sfemu.emulator.v1.VectorQuery
+	(*Filter)(nil),                      // 41: sfemu.emulator.v1.Filter
+	(*SearchRequest)(nil),               // 42: sfemu.emulator.v1.SearchRequest
+	(*SearchHit)(nil),                   // 43: sfemu.emulator.v1.SearchHit
+	(*SearchResponse)(nil),              // 44: sfemu.emulator.v1.SearchResponse
+	(*ContractError)(nil),               // 45: sfemu.emulator.v1.ContractError
+	nil,                                 // 46: sfemu.emulator.v1.Mutation.FieldsEntry
+	nil,                                 // 47: sfemu.emulator.v1.Document.FieldsEntry
+	nil,                                 // 48: sfemu.emulator.v1.SearchHit.FieldsEntry
 }
 var file_emulator_proto_depIdxs = []int32{
 	0,  // 0: sfemu.emulator.v1.RequestMeta.client_kind:type_name -> sfemu.emulator.v1.ClientKind
@@ -3511,7 +3598,7 @@ var file_emulator_proto_depIdxs = []int32{
 	18, // 12: sfemu.emulator.v1.PutCollectionSchemaResponse.lineage:type_name -> sfemu.emulator.v1.Lineage
 	20, // 13: sfemu.emulator.v1.Value.vector_value:type_name -> sfemu.emulator.v1.FloatVector
 	5,  // 14: sfemu.emulator.v1.Mutation.kind:type_name -> sfemu.emulator.v1.MutationKind
-	45, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
+	46, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
 	22, // 16: sfemu.emulator.v1.MutationBatch.mutations:type_name -> sfemu.emulator.v1.Mutation
 	6,  // 17: sfemu.emulator.v1.IngestResponse.outcome:type_name -> sfemu.emulator.v1.IngestOutcome
 	7,  // 18: sfemu.emulator.v1.ModalityProgress.modality:type_name -> sfemu.emulator.v1.Modality
@@ -3519,44 +3606,45 @@ var file_emulator_proto_depIdxs = []int32{
 	18, // 20: sfemu.emulator.v1.CollectionStatus.lineage:type_name -> sfemu.emulator.v1.Lineage
 	8,  // 21: sfemu.emulator.v1.CollectionStatus.state:type_name -> sfemu.emulator.v1.CollectionState
 	28, // 22: sfemu.emulator.v1.CollectionStatus.modalities:type_name -> sfemu.emulator.v1.ModalityProgress
-	29, // 23: sfemu.emulator.v1.ListCollectionsResponse.collections:type_name -> sfemu.emulator.v1.CollectionStatus
-	27, // 24: sfemu.emulator.v1.GetProgressResponse.partitions:type_name -> sfemu.emulator.v1.PartitionState
-	46, // 25: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
-	35, // 26: sfemu.emulator.v1.GetDocumentResponse.document:type_name -> sfemu.emulator.v1.Document
-	3,  // 27: sfemu.emulator.v1.VectorQuery.metric:type_name -> sfemu.emulator.v1.VectorMetric
-	9,  // 28: sfemu.emulator.v1.Filter.op:type_name -> sfemu.emulator.v1.FilterOp
-	21, // 29: sfemu.emulator.v1.Filter.value:type_name -> sfemu.emulator.v1.Value
-	21, // 30: sfemu.emulator.v1.Filter.values:type_name -> sfemu.emulator.v1.Value
-	38, // 31: sfemu.emulator.v1.SearchRequest.text:type_name -> sfemu.emulator.v1.TextQuery
-	39, // 32: sfemu.emulator.v1.SearchRequest.vector:type_name -> sfemu.emulator.v1.VectorQuery
-	40, // 33: sfemu.emulator.v1.SearchRequest.filters:type_name -> sfemu.emulator.v1.Filter
-	10, // 34: sfemu.emulator.v1.SearchRequest.fusion:type_name -> sfemu.emulator.v1.HybridFusion
-	47, // 35: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
-	42, // 36: sfemu.emulator.v1.SearchResponse.hits:type_name -> sfemu.emulator.v1.SearchHit
-	21, // 37: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 38: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 39: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	23, // 40: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
-	25, // 41: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
-	17, // 42: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
-	30, // 43: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
-	31, // 44: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
-	33, // 45: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
-	36, // 46: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
-	41, // 47: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
-	24, // 48: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
-	26, // 49: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
-	19, // 50: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
-	29, // 51: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
-	32, // 52: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
-	34, // 53: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
-	37, // 54: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
-	43, // 55: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
-	48, // [48:56] is the sub-list for method output_type
-	40, // [40:48] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	30, // 23: sfemu.emulator.v1.CollectionStatus.rebuild:type_name -> sfemu.emulator.v1.RebuildStatus
+	29, // 24: sfemu.emulator.v1.ListCollectionsResponse.collections:type_name -> sfemu.emulator.v1.CollectionStatus
+	27, // 25: sfemu.emulator.v1.GetProgressResponse.partitions:type_name -> sfemu.emulator.v1.PartitionState
+	47, // 26: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
+	36, // 27: sfemu.emulator.v1.GetDocumentResponse.document:type_name -> sfemu.emulator.v1.Document
+	3,  // 28: sfemu.emulator.v1.VectorQuery.metric:type_name -> sfemu.emulator.v1.VectorMetric
+	9,  // 29: sfemu.emulator.v1.Filter.op:type_name -> sfemu.emulator.v1.FilterOp
+	21, // 30: sfemu.emulator.v1.Filter.value:type_name -> sfemu.emulator.v1.Value
+	21, // 31: sfemu.emulator.v1.Filter.values:type_name -> sfemu.emulator.v1.Value
+	39, // 32: sfemu.emulator.v1.SearchRequest.text:type_name -> sfemu.emulator.v1.TextQuery
+	40, // 33: sfemu.emulator.v1.SearchRequest.vector:type_name -> sfemu.emulator.v1.VectorQuery
+	41, // 34: sfemu.emulator.v1.SearchRequest.filters:type_name -> sfemu.emulator.v1.Filter
+	10, // 35: sfemu.emulator.v1.SearchRequest.fusion:type_name -> sfemu.emulator.v1.HybridFusion
+	48, // 36: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
+	43, // 37: sfemu.emulator.v1.SearchResponse.hits:type_name -> sfemu.emulator.v1.SearchHit
+	21, // 38: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 39: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 40: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	23, // 41: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
+	25, // 42: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
+	17, // 43: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
+	31, // 44: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
+	32, // 45: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
+	34, // 46: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
+	37, // 47: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
+	42, // 48: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
+	24, // 49: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
+	26, // 50: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
+	19, // 51: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
+	29, // 52: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
+	33, // 53: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
+	35, // 54: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
+	38, // 55: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
+	44, // 56: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
+	49, // [49:57] is the sub-list for method output_type
+	41, // [41:49] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_emulator_proto_init() }
@@ -3581,7 +3669,7 @@ func file_emulator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_emulator_proto_rawDesc), len(file_emulator_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
