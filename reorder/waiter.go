@@ -26,16 +26,29 @@ type OverflowError struct {
 	UnsealedBytes int64
 	RowBytes      int64
 	Waited        time.Duration
+	// For BoundMemory and BoundSpill: the shared quotas (limit, bytes
+	// used by every partition), this partition's spilled bytes and what to
+	// raise (Config.Hint).
+	MemoryQuota, Held   int64
+	SpillQuota, Spilled int64
+	PartitionSpilled    int64
+	Hint                string
 }
 
 func (e *OverflowError) Error() string {
+	if e.Bound == BoundMemory || e.Bound == BoundSpill {
+		return fmt.Sprintf("reorder: partition %q overflow: %s exhausted (memory quota=%d held=%d, spill quota=%s spilled=%d, partition spilled=%d, incoming row bytes=%d) with no seal within %s%s",
+			e.Partition, e.Bound, e.MemoryQuota, e.Held, quotaText(e.SpillQuota), e.Spilled, e.PartitionSpilled, e.RowBytes, e.Waited, hintText(e.Hint))
+	}
 	return fmt.Sprintf("reorder: partition %q overflow: %s=%d exceeded (unsealed rows=%d bytes=%d, incoming row bytes=%d) with no seal within %s",
 		e.Partition, e.Bound, e.Limit, e.UnsealedRows, e.UnsealedBytes, e.RowBytes, e.Waited)
 }
 
 func overflowFrom(f *FullError, waited time.Duration) *OverflowError {
 	return &OverflowError{Partition: f.Partition, Bound: f.Bound, Limit: f.Limit,
-		UnsealedRows: f.UnsealedRows, UnsealedBytes: f.UnsealedBytes, RowBytes: f.RowBytes, Waited: waited}
+		UnsealedRows: f.UnsealedRows, UnsealedBytes: f.UnsealedBytes, RowBytes: f.RowBytes, Waited: waited,
+		MemoryQuota: f.MemoryQuota, Held: f.Held, SpillQuota: f.SpillQuota, Spilled: f.Spilled,
+		PartitionSpilled: f.PartitionSpilled, Hint: f.Hint}
 }
 
 // Waiter is the thin blocking wrapper for the callback side: a mutex around
@@ -51,10 +64,10 @@ type Waiter[T any] struct {
 	window  time.Duration
 }
 
-// NewWaiter wraps a new Buffer with cfg. window is the longest Add waits
-// for a seal (0: fail at once).
-func NewWaiter[T any](cfg Config, timer Timer, window time.Duration) (*Waiter[T], error) {
-	b, err := New[T](cfg)
+// NewWaiter wraps a new Buffer with cfg and opts. window is the longest
+// Add waits for a seal (0: fail at once).
+func NewWaiter[T any](cfg Config, timer Timer, window time.Duration, opts ...Option[T]) (*Waiter[T], error) {
+	b, err := New[T](cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +155,9 @@ func (w *Waiter[T]) SealCheckpoint(resolvedTs uint64, dst []Item[T]) ([]Item[T],
 		if err := b.SealCheckpoint(resolvedTs); err != nil {
 			return err
 		}
-		dst = b.Drain(dst)
-		return nil
+		var err error
+		dst, err = b.Take(dst, -1)
+		return err
 	})
 	return dst, err
 }
@@ -154,10 +168,44 @@ func (w *Waiter[T]) SealDDL(ts uint64, dst []Item[T]) ([]Item[T], error) {
 		if err := b.SealDDL(ts); err != nil {
 			return err
 		}
-		dst = b.Drain(dst)
-		return nil
+		var err error
+		dst, err = b.Take(dst, -1)
+		return err
 	})
 	return dst, err
+}
+
+// Seal is Do(SealCheckpoint or SealDDL) without a drain: the owner then
+// drains in bounded pieces with Take (a spilled transaction does not fit
+// in memory at once).
+func (w *Waiter[T]) Seal(ts uint64, ddl bool) error {
+	return w.Do(func(b *Buffer[T]) error {
+		if ddl {
+			return b.SealDDL(ts)
+		}
+		return b.SealCheckpoint(ts)
+	})
+}
+
+// Take is Do(Take): up to n sealed rows into dst.
+func (w *Waiter[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
+	err := w.Do(func(b *Buffer[T]) error {
+		var err error
+		dst, err = b.Take(dst, n)
+		return err
+	})
+	return dst, err
+}
+
+// Acknowledge is Do(Acknowledge): drained runs are removed.
+func (w *Waiter[T]) Acknowledge() error {
+	return w.Do(func(b *Buffer[T]) error { return b.Acknowledge() })
+}
+
+// Discard is Do(Discard): everything held is dropped and its quota
+// returned (the owner stops).
+func (w *Waiter[T]) Discard() error {
+	return w.Do(func(b *Buffer[T]) error { return b.Discard() })
 }
 
 // RealTimer is the wall-clock Timer for production wiring.
