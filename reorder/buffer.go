@@ -76,10 +76,10 @@ type FullError struct {
 	Never bool
 	// The shared quotas at the time (limit, bytes used by every partition)
 	// and this partition's spilled bytes.
-	MemoryQuota, Held    int64
-	SpillQuota, Spilled  int64
-	PartitionSpilled     int64
-	Hint                 string
+	MemoryQuota, Held   int64
+	SpillQuota, Spilled int64
+	PartitionSpilled    int64
+	Hint                string
 }
 
 func (e *FullError) Error() string {
@@ -196,7 +196,7 @@ type Buffer[T any] struct {
 	free     [][]Item[T]
 
 	unsealedBytes int64
-	held          int64 // bytes charged to cfg.Memory for the rows in memory
+	held          int64  // bytes charged to cfg.Memory for the rows in memory
 	cpSeal        uint64 // last checkpoint seal
 	ddlSeal       uint64 // last DDL seal
 	sealed        uint64 // max(cpSeal, ddlSeal)

@@ -61,7 +61,9 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 		ord := 0
 		for step := 0; step < 600; step++ {
 			p := parts[rng.Intn(len(parts))]
-			where := func() string { return "seed " + itoa(seed) + " round " + itoa(int64(round)) + " step " + itoa(int64(step)) }
+			where := func() string {
+				return "seed " + itoa(seed) + " round " + itoa(int64(round)) + " step " + itoa(int64(step))
+			}
 			switch op := rng.Intn(20); {
 			case op < 12: // add: mostly in order, bursts at one ts, some jitter
 				ts := p.lastTs

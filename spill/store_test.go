@@ -21,7 +21,7 @@ import (
 type strCodec struct{}
 
 func (strCodec) Append(dst []byte, v string) ([]byte, error) { return append(dst, v...), nil }
-func (strCodec) Decode(src []byte) (string, error)          { return string(src), nil }
+func (strCodec) Decode(src []byte) (string, error)           { return string(src), nil }
 
 func writeRun(t *testing.T, s *Store[string], items []reorder.Item[string]) reorder.Run[string] {
 	t.Helper()
