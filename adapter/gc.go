@@ -1,5 +1,9 @@
 package adapter
 
+// Startup phase 2, the GC hold: over PD the adapter holds a service GC
+// safe point at its resume point before anything reads history, and then
+// at every checkpoint it reports (SR2). In process there is no GC.
+
 import (
 	"context"
 	"fmt"
@@ -7,6 +11,20 @@ import (
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
+
+// holdGC registers the service safe point at startTs − 1 and starts
+// renewing it; nil (no hold) when the upstream is not read through PD. A
+// start ts GC already passed fails here, naming both (P4).
+func holdGC(ctx context.Context, up *Upstream, cfg pd.ServiceSafePointConfig, startTs uint64) (*pd.Hold, error) {
+	if up.PD == nil {
+		return nil, nil
+	}
+	keeper, err := up.PD.HoldGC(ctx, cfg, startTs)
+	if err != nil {
+		return nil, fmt.Errorf("adapter: start ts %d: %w", startTs, err)
+	}
+	return pd.StartHold(keeper), nil
+}
 
 // gcCallback advances the GC hold on every checkpoint next accepted, and
 // turns a lost history into the callback's (fatal) error (SR2).

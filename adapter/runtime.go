@@ -1,0 +1,51 @@
+package adapter
+
+// Startup phase 4, the runtime: the Mini-CDC runtime over the tables'
+// own KV source, decoding with the mounter and the schema store.
+
+import (
+	"context"
+	"time"
+
+	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/schemastore"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
+)
+
+// runtimeConfig configures startRuntime.
+type runtimeConfig struct {
+	// StartTs is the resume point.
+	StartTs uint64
+	// TableIDs are the physical tables followed.
+	TableIDs []int64
+	// DDLPollLimit is the trigger-DDL batch size.
+	DDLPollLimit int
+	// Poll is the in-process source's pump interval.
+	Poll time.Duration
+	// Options tunes the runtime.
+	Options minicdc.Options
+}
+
+// startRuntime starts the runtime delivering to cb. From here on the
+// runtime owns store: a failure to create the tables' source closes it.
+func startRuntime(ctx context.Context, up *Upstream, store *schemastore.Store, cfg runtimeConfig, cb minicdc.Callback) (*minicdc.Runtime, error) {
+	src, err := up.NewSource(cfg.Poll)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return minicdc.Start(ctx, minicdc.StartConfig{StartTs: cfg.StartTs, TableIDs: cfg.TableIDs, DDLPollLimit: cfg.DDLPollLimit},
+		minicdc.Deps{
+			Clock:       up.Clock(),
+			SchemaStore: store,
+			Source:      src,
+			NewDecoder: func(int64) (minicdc.RowDecoder, error) {
+				return mounter.New(mounter.Config{RequireOldValue: true}), nil
+			},
+			TableSpan: func(ks uint32, nextGen bool, id int64) (kvevent.Span, error) {
+				return tablecodec.TableRecordSpan(ks, nextGen, id), nil
+			},
+		}, cb, cfg.Options)
+}
