@@ -102,4 +102,3 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 func canceledByClient(err error) bool {
 	return errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "context canceled") || strings.Contains(err.Error(), "code = Canceled")
 }
-

@@ -49,4 +49,3 @@ func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
 	}
 	return &Upstream{PD: p, mode: ModeReal, endpoints: eps}, nil
 }
-
