@@ -5,25 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
-	"github.com/pingcap/kvproto/pkg/kvrpcpb"
-	"github.com/pingcap/kvproto/pkg/metapb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
-// GRPCSource is the real kvevent.Source: it speaks TiKV's ChangeData
-// protocol over gRPC. One goroutine (Run) owns every span's puller core and
-// all bookkeeping; each open stream has a sender and a receiver goroutine
-// that only move messages between gRPC and Run. Consumers are therefore
-// called from Run's goroutine, one call at a time (the core is not
-// concurrent), and may call Subscribe.
+// GRPCSource is the real kvevent.Source: the gRPC transport of the
+// subscription Driver, speaking TiKV's ChangeData protocol. One goroutine
+// (Run) owns the driver, hence every span's puller core and all
+// bookkeeping; each open stream has a sender and a receiver goroutine that
+// only move messages between gRPC and Run. Consumers are therefore called
+// from Run's goroutine, one call at a time (the core is not concurrent),
+// and may call Subscribe.
 //
 // Streams: with EventFeedV2 one stream per store carries every span's
 // regions (stream multiplexing; the span's request id routes events and
@@ -34,11 +30,9 @@ import (
 // (T1..).
 type GRPCSource struct {
 	cfg TransportConfig
+	drv *Driver
 
-	newMu   sync.Mutex
-	newSubs []*grpcSub
-	wake    chan struct{}
-
+	wake   chan struct{}
 	events chan streamMsg
 
 	connMu sync.Mutex
@@ -46,97 +40,28 @@ type GRPCSource struct {
 	closed bool
 
 	// Owned by Run.
-	subs        map[uint64]*grpcSub // by request id (V2 routing)
-	all         []*grpcSub
-	stores      map[string]*storeState
-	streams     map[streamKey]*feedStream
-	nextReq     uint64
-	dirty       bool
-	pending     bool
 	baseCtx     context.Context
 	baseCancel  context.CancelFunc
 	wg          sync.WaitGroup
-	resolving   map[resolveKey]bool
-	resolvedCh  chan resolveKey
+	resolvedCh  chan StuckTask
 	tsoCh       chan stuckSample
 	tsoInFlight bool
-
-	stats TransportStats
 }
 
-// TransportStats counts transport-level happenings (atomics; read with
-// Stats()).
-type TransportStats struct {
-	StreamsOpened   atomic.Uint64
-	StreamFailures  atomic.Uint64
-	V1Fallbacks     atomic.Uint64
-	RegionRequests  atomic.Uint64
-	Deregisters     atomic.Uint64
-	RegionRetries   [RetryMatcherQuota + 1]atomic.Uint64
-	LockResolutions atomic.Uint64
-}
-
-// TransportStatsSnapshot is a copy of TransportStats.
-type TransportStatsSnapshot struct {
-	StreamsOpened, StreamFailures, V1Fallbacks, RegionRequests, Deregisters, LockResolutions uint64
-	RegionRetries                                                                            map[RetryReason]uint64
-}
-
-type resolveKey struct {
-	sub      *grpcSub
-	regionID uint64
-}
-
-type storeState struct {
-	addr    string
-	v1      bool
-	retryAt time.Time
-}
-
-type streamKey struct {
-	addr string
-	sub  *grpcSub // nil for a shared V2 stream
-}
-
-type grpcSub struct {
-	ctx     context.Context
-	id      uint64
-	reqID   uint64
-	span    kvevent.Span
-	puller  *SpanPuller
-	regions map[uint64]liveRegion
-	// delayed are sub-spans in backoff (busy, congested, unknown error):
-	// pieces overlapping one are not re-subscribed before its time.
-	delayed []delayedRange
-}
-
-type delayedRange struct {
-	span  kvevent.Span
-	until time.Time
-}
-
-type liveRegion struct {
-	info RegionInfo
-	st   *feedStream
-}
-
-type feedStream struct {
-	key    streamKey
-	v1     bool
+// grpcStream is the gRPC side of one driver Stream: a send queue drained
+// by the stream's sender goroutine.
+type grpcStream struct {
+	ds     *Stream
 	ctx    context.Context
 	cancel context.CancelFunc
-	dead   bool
 
 	sendMu   sync.Mutex
 	sendQ    []*cdcpb.ChangeDataRequest
 	sendWake chan struct{}
-
-	// regions registered on the stream (Run-owned).
-	regions map[resolveKey]bool
 }
 
 type streamMsg struct {
-	st  *feedStream
+	st  *Stream
 	ev  *cdcpb.ChangeDataEvent
 	err error
 }
@@ -146,18 +71,32 @@ func NewGRPCSource(cfg TransportConfig) (*GRPCSource, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	return &GRPCSource{
+	s := &GRPCSource{
 		cfg:        cfg,
 		wake:       make(chan struct{}, 1),
 		events:     make(chan streamMsg, 256),
 		conns:      map[string]*grpc.ClientConn{},
-		subs:       map[uint64]*grpcSub{},
-		stores:     map[string]*storeState{},
-		streams:    map[streamKey]*feedStream{},
-		resolving:  map[resolveKey]bool{},
-		resolvedCh: make(chan resolveKey, 64),
+		resolvedCh: make(chan StuckTask, 64),
 		tsoCh:      make(chan stuckSample, 1),
-	}, nil
+	}
+	drv, err := NewDriver(DriverConfig{
+		Name:                  "logpuller",
+		ClusterID:             cfg.ClusterID,
+		Locator:               cfg.Locator,
+		Dialer:                grpcDialer{s},
+		Now:                   cfg.Now,
+		LocateTimeout:         cfg.DialTimeout,
+		StoreReconnectBackoff: cfg.StoreReconnectBackoff,
+		RegionRetryInterval:   cfg.RegionRetryInterval,
+		BusyBackoff:           cfg.BusyBackoff,
+		MatcherQuota:          cfg.MatcherQuota,
+		DisableV2:             cfg.DisableV2,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.drv = drv
+	return s, nil
 }
 
 var _ kvevent.Source = (*GRPCSource)(nil)
@@ -171,13 +110,9 @@ func (s *GRPCSource) Subscribe(ctx context.Context, subID uint64, span kvevent.S
 			return fmt.Errorf("logpuller: subscribe %d: %w", subID, err)
 		}
 	}
-	p, err := NewSpanPuller(Config{Span: span, StartTs: startTs, Consumer: c, MatcherQuota: s.cfg.MatcherQuota})
-	if err != nil {
-		return fmt.Errorf("logpuller: subscribe %d: %w", subID, err)
+	if err := s.drv.Subscribe(ctx, subID, span, startTs, c); err != nil {
+		return err
 	}
-	s.newMu.Lock()
-	s.newSubs = append(s.newSubs, &grpcSub{ctx: ctx, id: subID, span: cloneSpan(span), puller: p, regions: map[uint64]liveRegion{}})
-	s.newMu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -186,23 +121,7 @@ func (s *GRPCSource) Subscribe(ctx context.Context, subID uint64, span kvevent.S
 }
 
 // Stats returns a copy of the transport counters.
-func (s *GRPCSource) Stats() TransportStatsSnapshot {
-	out := TransportStatsSnapshot{
-		StreamsOpened:   s.stats.StreamsOpened.Load(),
-		StreamFailures:  s.stats.StreamFailures.Load(),
-		V1Fallbacks:     s.stats.V1Fallbacks.Load(),
-		RegionRequests:  s.stats.RegionRequests.Load(),
-		Deregisters:     s.stats.Deregisters.Load(),
-		LockResolutions: s.stats.LockResolutions.Load(),
-		RegionRetries:   map[RetryReason]uint64{},
-	}
-	for r := range s.stats.RegionRetries {
-		if v := s.stats.RegionRetries[r].Load(); v > 0 {
-			out.RegionRetries[RetryReason(r)] = v
-		}
-	}
-	return out
-}
+func (s *GRPCSource) Stats() TransportStatsSnapshot { return s.drv.Stats() }
 
 // Run drives every subscription until ctx ends (nil) or the core reports a
 // fatal protocol error (returned). On return every stream is closed and
@@ -219,11 +138,10 @@ func (s *GRPCSource) Run(ctx context.Context) error {
 		resolveC = t.C
 	}
 	for {
-		s.adopt()
-		s.dropCancelled()
-		if s.dirty {
-			s.dirty = false
-			s.subscribeHoles()
+		s.drv.Adopt()
+		s.drv.DropCancelled()
+		if s.drv.Dirty() {
+			s.drv.SubscribeHoles(s.baseCtx)
 		}
 		select {
 		case <-ctx.Done():
@@ -245,13 +163,13 @@ func (s *GRPCSource) Run(ctx context.Context) error {
 				break
 			}
 		case <-s.wake:
-			s.dirty = true
+			s.drv.MarkDirty()
 		case <-retry.C:
-			if s.pending {
-				s.dirty = true
+			if s.drv.Pending() {
+				s.drv.MarkDirty()
 			}
-		case k := <-s.resolvedCh:
-			delete(s.resolving, k)
+		case t := <-s.resolvedCh:
+			s.drv.ResolveDone(t)
 		case <-resolveC:
 			s.startStuckCheck()
 		case sample := <-s.tsoCh:
@@ -278,9 +196,7 @@ func (s *GRPCSource) Close() error {
 
 func (s *GRPCSource) shutdown() {
 	s.baseCancel()
-	for _, st := range s.streams {
-		st.cancel()
-	}
+	s.drv.CloseStreams()
 	// Unblock goroutines reporting into the channels while we wait.
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -295,183 +211,24 @@ func (s *GRPCSource) shutdown() {
 	}
 }
 
-func (s *GRPCSource) adopt() {
-	s.newMu.Lock()
-	subs := s.newSubs
-	s.newSubs = nil
-	s.newMu.Unlock()
-	for _, sub := range subs {
-		s.nextReq++
-		sub.reqID = s.nextReq
-		s.subs[sub.reqID] = sub
-		s.all = append(s.all, sub)
-		s.dirty = true
-	}
-}
+// grpcDialer opens the driver's streams as gRPC EventFeed(V2) calls, each
+// run by its own goroutines (runStream).
+type grpcDialer struct{ s *GRPCSource }
 
-// dropCancelled ends subscriptions whose context is done (T9).
-func (s *GRPCSource) dropCancelled() {
-	keep := s.all[:0]
-	for _, sub := range s.all {
-		if sub.ctx.Err() == nil {
-			keep = append(keep, sub)
-			continue
-		}
-		delete(s.subs, sub.reqID)
-		deregistered := map[*feedStream]bool{}
-		for id, lr := range sub.regions {
-			delete(lr.st.regions, resolveKey{sub, id})
-			if lr.st.v1 {
-				continue
-			}
-			if !deregistered[lr.st] {
-				deregistered[lr.st] = true
-				lr.st.send(&cdcpb.ChangeDataRequest{
-					Header:    s.header(),
-					RequestId: sub.reqID,
-					Request:   &cdcpb.ChangeDataRequest_Deregister_{Deregister: &cdcpb.ChangeDataRequest_Deregister{}},
-				})
-				s.stats.Deregisters.Add(1)
-			}
-		}
-		sub.regions = nil
-		for k, st := range s.streams {
-			if k.sub == sub {
-				s.closeStream(st)
-			}
-		}
-	}
-	for i := len(keep); i < len(s.all); i++ {
-		s.all[i] = nil
-	}
-	s.all = keep
-}
-
-func (s *GRPCSource) header() *cdcpb.Header {
-	return &cdcpb.Header{ClusterId: s.cfg.ClusterID, TicdcVersion: ClientVersion}
-}
-
-// subscribeHoles covers every unheld piece of every span, region by region
-// (T3). Pieces that cannot be covered now (locator error, unknown leader, a
-// store in reconnect backoff, a span in busy backoff, an overlapping stale
-// region) stay holes; s.pending makes the retry tick try again.
-func (s *GRPCSource) subscribeHoles() {
-	s.pending = false
-	now := s.cfg.Now()
-	for _, sub := range s.all {
-		sub.pruneDelays(now)
-		for _, h := range sub.puller.Holes() {
-			if !s.subscribeHole(sub, h, now) {
-				s.pending = true
-			}
-		}
-	}
-}
-
-// subscribeHole subscribes the regions of one hole and reports whether the
-// whole hole got covered.
-func (s *GRPCSource) subscribeHole(sub *grpcSub, h Hole, now time.Time) bool {
-	ctx, cancel := context.WithTimeout(s.baseCtx, s.cfg.DialTimeout)
-	regions, err := s.cfg.Locator.LocateSpan(ctx, h.Span)
-	cancel()
-	if err != nil || len(regions) == 0 {
-		return false
-	}
-	complete := true
-	next := h.Span.StartKey
-	for _, r := range regions {
-		piece, ok := Intersect(kvevent.Span{StartKey: r.StartKey, EndKey: r.EndKey}, h.Span)
-		if !ok {
-			continue
-		}
-		if string(piece.StartKey) != string(next) {
-			complete = false // a gap in what the locator returned
-		}
-		next = piece.EndKey
-		if sub.isDelayed(piece, now) {
-			complete = false
-			continue
-		}
-		if r.LeaderStoreID == 0 || r.LeaderAddr == "" {
-			s.cfg.Locator.UpdateLeader(r, nil)
-			complete = false
-			continue
-		}
-		store := s.store(r.LeaderAddr)
-		if now.Before(store.retryAt) {
-			complete = false
-			continue
-		}
-		st := s.streamFor(store, sub)
-		reqID := sub.reqID
-		if st.v1 {
-			// v1: a fresh id per region request (facts §1.1).
-			s.nextReq++
-			reqID = s.nextReq
-		}
-		ts, err := sub.puller.AddRegion(r.ID, reqID, piece)
-		if err != nil {
-			complete = false
-			continue
-		}
-		st.send(&cdcpb.ChangeDataRequest{
-			Header:       s.header(),
-			RegionId:     r.ID,
-			RegionEpoch:  r.Epoch,
-			CheckpointTs: ts,
-			StartKey:     piece.StartKey,
-			EndKey:       piece.EndKey,
-			RequestId:    reqID,
-			ExtraOp:      kvrpcpb.ExtraOp_ReadOldValue,
-			KvApi:        cdcpb.ChangeDataRequest_TiDB,
-			Request:      &cdcpb.ChangeDataRequest_Register_{Register: &cdcpb.ChangeDataRequest_Register{}},
-		})
-		s.stats.RegionRequests.Add(1)
-		sub.regions[r.ID] = liveRegion{info: r, st: st}
-		st.regions[resolveKey{sub, r.ID}] = true
-	}
-	if len(next) != 0 && endCompare(next, h.Span.EndKey) < 0 {
-		complete = false
-	}
-	return complete
-}
-
-func (s *GRPCSource) store(addr string) *storeState {
-	st := s.stores[addr]
-	if st == nil {
-		st = &storeState{addr: addr, v1: s.cfg.DisableV2}
-		s.stores[addr] = st
-	}
-	return st
-}
-
-// streamFor returns the live stream for (store, sub), opening it if needed.
-func (s *GRPCSource) streamFor(store *storeState, sub *grpcSub) *feedStream {
-	key := streamKey{addr: store.addr}
-	if store.v1 {
-		key.sub = sub
-	}
-	if st := s.streams[key]; st != nil {
-		return st
-	}
+func (d grpcDialer) Open(ds *Stream) (StreamConn, error) {
+	s := d.s
 	ctx, cancel := context.WithCancel(s.baseCtx)
-	st := &feedStream{
-		key:      key,
-		v1:       store.v1,
-		ctx:      ctx,
-		cancel:   cancel,
-		sendWake: make(chan struct{}, 1),
-		regions:  map[resolveKey]bool{},
-	}
-	s.streams[key] = st
-	s.stats.StreamsOpened.Add(1)
+	st := &grpcStream{ds: ds, ctx: ctx, cancel: cancel, sendWake: make(chan struct{}, 1)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.runStream(st)
 	}()
-	return st
+	return st, nil
 }
+
+// Close cancels the stream; its goroutines end on their own.
+func (st *grpcStream) Close() { st.cancel() }
 
 func (s *GRPCSource) conn(addr string) (*grpc.ClientConn, error) {
 	s.connMu.Lock()
@@ -490,177 +247,22 @@ func (s *GRPCSource) conn(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
-// closeStream cancels a stream and forgets it; its goroutines end on their
-// own. The regions still registered on it are not failed (the caller does
-// that when it wants them back).
-func (s *GRPCSource) closeStream(st *feedStream) {
-	st.dead = true
-	st.cancel()
-	if s.streams[st.key] == st {
-		delete(s.streams, st.key)
-	}
-}
-
 func (s *GRPCSource) handleMsg(m streamMsg) error {
-	if m.st.dead {
+	if m.st.Dead() {
 		return nil // leftovers of a stream already given up
 	}
 	if m.err != nil {
-		s.failStream(m.st, m.err)
+		s.drv.FailStream(m.st, m.err)
 		return nil
 	}
-	if rts := m.ev.ResolvedTs; rts != nil {
-		s.handleResolved(m.st, rts)
-	}
-	for _, ev := range m.ev.Events {
-		sub := s.route(m.st, ev.RequestId)
-		if sub == nil {
-			continue // a cancelled subscription's leftovers
-		}
-		retry, err := sub.puller.HandleEvent(ev)
-		if err != nil {
-			return fmt.Errorf("logpuller: subscription %d: %w", sub.id, err)
-		}
-		if retry != nil {
-			s.onRetry(sub, retry)
-		}
-	}
-	return nil
+	return s.drv.HandleEvent(m.st, m.ev)
 }
 
-func (s *GRPCSource) route(st *feedStream, reqID uint64) *grpcSub {
-	if st.key.sub != nil {
-		if st.key.sub.regions == nil {
-			return nil // cancelled
-		}
-		return st.key.sub
-	}
-	return s.subs[reqID]
-}
-
-// handleResolved routes a batched resolved ts: by request id on V2, to the
-// stream's only span on v1; a batch without request id on a shared stream
-// goes to every span with a region on it (the core ignores regions it does
-// not hold). (T6)
-func (s *GRPCSource) handleResolved(st *feedStream, rts *cdcpb.ResolvedTs) {
-	if st.key.sub != nil || rts.RequestId != 0 {
-		if sub := s.route(st, rts.RequestId); sub != nil {
-			sub.puller.HandleResolvedTs(rts)
-		}
-		return
-	}
-	seen := map[*grpcSub]bool{}
-	for k := range st.regions {
-		if !seen[k.sub] {
-			seen[k.sub] = true
-			k.sub.puller.HandleResolvedTs(rts)
-		}
-	}
-}
-
-// onRetry reacts to a region subscription that ended (T7).
-func (s *GRPCSource) onRetry(sub *grpcSub, r *RegionRetry) {
-	s.stats.RegionRetries[r.Reason].Add(1)
-	lr, ok := sub.regions[r.RegionID]
-	if ok {
-		delete(sub.regions, r.RegionID)
-		delete(lr.st.regions, resolveKey{sub, r.RegionID})
-	}
-	now := s.cfg.Now()
-	switch r.Reason {
-	case RetryNotLeader:
-		var leader *metapb.Peer
-		if r.Err != nil && r.Err.NotLeader != nil && r.Err.NotLeader.Leader != nil && r.Err.NotLeader.Leader.StoreId != 0 {
-			leader = r.Err.NotLeader.Leader
-		}
-		s.cfg.Locator.UpdateLeader(lr.info, leader)
-	case RetryEpochNotMatch, RetryRegionNotFound:
-		s.cfg.Locator.Invalidate(lr.info)
-	case RetryServerIsBusy:
-		d := s.cfg.BusyBackoff
-		if r.Err != nil && r.Err.ServerIsBusy != nil && r.Err.ServerIsBusy.BackoffMs > 0 {
-			d = time.Duration(r.Err.ServerIsBusy.BackoffMs) * time.Millisecond
-		}
-		sub.backoff(r.Span, now.Add(d))
-	case RetryCongested:
-		sub.backoff(r.Span, now.Add(s.cfg.BusyBackoff))
-	case RetryUnknownError:
-		sub.backoff(r.Span, now.Add(s.cfg.RegionRetryInterval))
-	case RetryMatcherQuota:
-		// TiKV still streams the region: drop it there before asking
-		// again, or the new request would be a duplicate.
-		if ok {
-			if lr.st.v1 {
-				s.failStream(lr.st, errors.New("matcher quota exceeded on a v1 stream"))
-			} else {
-				lr.st.send(&cdcpb.ChangeDataRequest{Header: s.header(), RequestId: sub.reqID, RegionId: r.RegionID,
-					Request: &cdcpb.ChangeDataRequest_Deregister_{Deregister: &cdcpb.ChangeDataRequest_Deregister{}}})
-				s.stats.Deregisters.Add(1)
-			}
-		}
-		sub.backoff(r.Span, now.Add(s.cfg.BusyBackoff))
-	}
-	s.dirty = true
-}
-
-// backoff keeps span (a failed region's sub-span) out of re-subscription
-// until the given time; the rest of the span's holes are not held back.
-func (sub *grpcSub) backoff(span kvevent.Span, until time.Time) {
-	sub.delayed = append(sub.delayed, delayedRange{span: cloneSpan(span), until: until})
-}
-
-func (sub *grpcSub) pruneDelays(now time.Time) {
-	keep := sub.delayed[:0]
-	for _, d := range sub.delayed {
-		if now.Before(d.until) {
-			keep = append(keep, d)
-		}
-	}
-	sub.delayed = keep
-}
-
-func (sub *grpcSub) isDelayed(piece kvevent.Span, now time.Time) bool {
-	for _, d := range sub.delayed {
-		if now.Before(d.until) {
-			if _, overlap := Intersect(d.span, piece); overlap {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// failStream gives up a stream: every region on it is failed back to its
-// span's holes, its cached region is invalidated, and the store is not
-// contacted again before the reconnect backoff. Unimplemented on a V2
-// stream instead switches the store to v1 at once (T2, T8).
-func (s *GRPCSource) failStream(st *feedStream, err error) {
-	s.closeStream(st)
-	store := s.store(st.key.addr)
-	fallback := !st.v1 && status.Code(err) == codes.Unimplemented
-	if fallback {
-		store.v1 = true
-		s.stats.V1Fallbacks.Add(1)
-	} else {
-		s.stats.StreamFailures.Add(1)
-		store.retryAt = s.cfg.Now().Add(s.cfg.StoreReconnectBackoff)
-	}
-	for k := range st.regions {
-		lr, ok := k.sub.regions[k.regionID]
-		if !ok || lr.st != st {
-			continue
-		}
-		delete(k.sub.regions, k.regionID)
-		if r := k.sub.puller.FailRegion(k.regionID, RetryStreamFailure, nil); r != nil {
-			s.stats.RegionRetries[RetryStreamFailure].Add(1)
-		}
-		if !fallback {
-			s.cfg.Locator.Invalidate(lr.info)
-		}
-	}
-	st.regions = map[resolveKey]bool{}
-	s.dirty = true
-	s.pending = true
+// stuckSample is one stuck-check's clock readings: the wall clock, then
+// the TSO.
+type stuckSample struct {
+	nowMs int64
+	ts    uint64
 }
 
 // startStuckCheck fetches a TSO in the background (PD may be slow; Run
@@ -691,40 +293,24 @@ func (s *GRPCSource) startStuckCheck() {
 	}()
 }
 
-// checkStuck runs the core's stuck-resolved-ts planner for every span with
-// the sampled clocks and resolves the locks of the regions it names, in the
+// checkStuck runs the driver's stuck-resolved-ts planner with the sampled
+// clocks and resolves the locks of the regions it names, in the
 // background (T10).
-// stuckSample is one stuck-check's clock readings: the wall clock, then
-// the TSO.
-type stuckSample struct {
-	nowMs int64
-	ts    uint64
-}
-
 func (s *GRPCSource) checkStuck(sample stuckSample) {
 	s.tsoInFlight = false
-	cur, nowMs := sample.ts, sample.nowMs
-	if cur == 0 {
+	if sample.ts == 0 {
 		return
 	}
-	for _, sub := range s.all {
-		for _, task := range sub.puller.StuckRegions(nowMs, cur) {
-			k := resolveKey{sub, task.RegionID}
-			if s.resolving[k] {
-				continue
+	for _, task := range s.drv.StuckTasks(sample.nowMs, sample.ts) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// An error is retried by the planner after its cool-down.
+			_ = s.cfg.Resolver.ResolveLocks(s.baseCtx, task.LockResolveTask)
+			select {
+			case s.resolvedCh <- task:
+			case <-s.baseCtx.Done():
 			}
-			s.resolving[k] = true
-			s.stats.LockResolutions.Add(1)
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				// An error is retried by the planner after its cool-down.
-				_ = s.cfg.Resolver.ResolveLocks(s.baseCtx, task)
-				select {
-				case s.resolvedCh <- k:
-				case <-s.baseCtx.Done():
-				}
-			}()
-		}
+		}()
 	}
 }

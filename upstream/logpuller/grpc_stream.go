@@ -43,9 +43,10 @@ const (
 	streamMultiplexing = "stream-multiplexing"
 )
 
-// send queues a request for the stream's sender goroutine. It never
-// blocks Run: a stream whose peer stopped reading fails on its own.
-func (st *feedStream) send(req *cdcpb.ChangeDataRequest) {
+// Send queues a request for the stream's sender goroutine. It never
+// blocks Run and never fails: a stream whose peer stopped reading fails on
+// its own, through Run (FailStream).
+func (st *grpcStream) Send(req *cdcpb.ChangeDataRequest) error {
 	st.sendMu.Lock()
 	st.sendQ = append(st.sendQ, req)
 	st.sendMu.Unlock()
@@ -53,9 +54,10 @@ func (st *feedStream) send(req *cdcpb.ChangeDataRequest) {
 	case st.sendWake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
-func (st *feedStream) takeQueue() []*cdcpb.ChangeDataRequest {
+func (st *grpcStream) takeQueue() []*cdcpb.ChangeDataRequest {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
 	q := st.sendQ
@@ -73,28 +75,28 @@ type changeDataStream interface {
 // runStream opens the stream, then sends queued requests while a receiver
 // goroutine forwards every message (and the final error) to Run. Both end
 // when the stream's context is cancelled or the stream fails.
-func (s *GRPCSource) runStream(st *feedStream) {
+func (s *GRPCSource) runStream(st *grpcStream) {
 	report := func(m streamMsg) {
 		select {
 		case s.events <- m:
 		case <-s.baseCtx.Done():
 		}
 	}
-	conn, err := s.conn(st.key.addr)
+	conn, err := s.conn(st.ds.Addr)
 	if err != nil {
-		report(streamMsg{st: st, err: err})
+		report(streamMsg{st: st.ds, err: err})
 		return
 	}
 	client := cdcpb.NewChangeDataClient(conn)
 	var stream changeDataStream
-	if st.v1 {
+	if st.ds.V1 {
 		stream, err = client.EventFeed(st.ctx)
 	} else {
 		ctx := metadata.AppendToOutgoingContext(st.ctx, featuresKey, streamMultiplexing)
 		stream, err = client.EventFeedV2(ctx)
 	}
 	if err != nil {
-		report(streamMsg{st: st, err: err})
+		report(streamMsg{st: st.ds, err: err})
 		return
 	}
 	recvDone := make(chan struct{})
@@ -104,11 +106,11 @@ func (s *GRPCSource) runStream(st *feedStream) {
 			ev, err := stream.Recv()
 			if err != nil {
 				if st.ctx.Err() == nil {
-					report(streamMsg{st: st, err: err})
+					report(streamMsg{st: st.ds, err: err})
 				}
 				return
 			}
-			report(streamMsg{st: st, ev: ev})
+			report(streamMsg{st: st.ds, ev: ev})
 		}
 	}()
 	defer func() { <-recvDone }()
@@ -129,7 +131,7 @@ func (s *GRPCSource) runStream(st *feedStream) {
 					return
 				}
 				if st.ctx.Err() == nil {
-					report(streamMsg{st: st, err: fmt.Errorf("send to store %s: %w", st.key.addr, err)})
+					report(streamMsg{st: st.ds, err: fmt.Errorf("send to store %s: %w", st.ds.Addr, err)})
 				}
 				st.cancel()
 				return
