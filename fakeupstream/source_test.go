@@ -320,6 +320,7 @@ func chaos(t *testing.T, seed int64, steps int) (*recorder, map[string]bool, uin
 // Rule SRC-1: under every fault hook the consumer receives each committed
 // change of the span exactly once, never at or below an emitted resolved
 // ts, with resolved ts strictly increasing and finally above every commit.
+// rule: T15 (the in-process transport under the one logpuller.Driver)
 func TestSourceChaos(t *testing.T) {
 	seeds := []int64{1, 2, 3, 4, 5}
 	if *seedFlag != 0 {

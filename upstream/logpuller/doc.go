@@ -5,15 +5,18 @@
 // over the span's sub-ranges, including ranges between a failure and their
 // re-subscription) and suppresses re-delivered rows.
 //
-// It does no I/O and starts no goroutines. A transport (the gRPC EventFeed
-// client, or fakeupstream's in-process feed) owns the streams: it calls
-// AddRegion when it sends a region request, hands every cdcpb.Event and
-// batched ResolvedTs of the span to HandleEvent / HandleResolvedTs, and acts
-// on the RegionRetry values the core returns (re-locate the sub-span,
-// re-subscribe from the returned checkpoint). Rows and span resolved-ts
-// advances go synchronously to the span's kvevent.Consumer.
+// The core (SpanPuller) does no I/O and starts no goroutines. The one
+// subscription driver (Driver) owns every span's core: it calls AddRegion
+// when it sends a region request, hands every cdcpb.Event and batched
+// ResolvedTs of the span to HandleEvent / HandleResolvedTs, and acts on the
+// RegionRetry values the core returns (re-locate the sub-span, re-subscribe
+// from the returned checkpoint). Rows and span resolved-ts advances go
+// synchronously to the span's kvevent.Consumer. Below the driver, a
+// transport opens the streams: the gRPC EventFeed client (GRPCSource) or
+// fakeupstream's in-process feed (fakeupstream.Source).
 //
 // The rules follow TiKV's EventFeed contract as TiCDC consumes it; see
-// specs/minicdc.md ("Log puller core") for the numbered rules and
+// specs/logpuller.md (LP: the core, T: the driver and transport; the core's
+// ordering rules are pinned by testdata/core/*.txt) for the numbered rules and
 // ../../../shared/reference/ticdc-protocol-facts.md §1-§3 for the facts.
 package logpuller

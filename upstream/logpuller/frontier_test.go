@@ -32,6 +32,7 @@ func testSeed(t *testing.T) int64 {
 // resolved advances and failures, and checks after every step that the
 // ranges cover the span exactly once and that min() equals a reference
 // computed from per-handle timestamps.
+// rule: LP7, LP8
 func TestFrontierRandomized(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))

@@ -95,6 +95,7 @@ func mustHandle(t *testing.T, p *SpanPuller, ev *cdcpb.Event) {
 	require.Nil(t, retry)
 }
 
+// rule: LP1
 func TestPrewriteCommitMatchCarriesValues(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, err := p.AddRegion(1, 100, tableSpan(1))
@@ -107,6 +108,7 @@ func TestPrewriteCommitMatchCarriesValues(t *testing.T) {
 	require.Zero(t, p.MatcherBytes())
 }
 
+// rule: LP1
 func TestFakePrewriteDoesNotOverwrite(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -115,6 +117,7 @@ func TestFakePrewriteDoesNotOverwrite(t *testing.T) {
 	require.Equal(t, "real", string(rec.rows[0].Value))
 }
 
+// rule: LP2
 func TestCommitBeforeInitializedIsCachedThenMatched(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -131,6 +134,7 @@ func TestCommitBeforeInitializedIsCachedThenMatched(t *testing.T) {
 	require.Equal(t, uint64(1), p.Stats().DroppedCommits)
 }
 
+// rule: LP3
 func TestCommitWithoutPrewriteAfterInitIsFatal(t *testing.T) {
 	p, _ := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -141,6 +145,7 @@ func TestCommitWithoutPrewriteAfterInitIsFatal(t *testing.T) {
 	require.Contains(t, err.Error(), "without matching PREWRITE")
 }
 
+// rule: LP1, LP2
 func TestRollbackForgetsPrewriteAndCachedRollbackAppliesAtInit(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -153,6 +158,7 @@ func TestRollbackForgetsPrewriteAndCachedRollbackAppliesAtInit(t *testing.T) {
 	require.Empty(t, rec.rows)
 }
 
+// rule: LP4
 func TestStaleCommitAtOrBelowCheckpointDropped(t *testing.T) {
 	p, rec := newTestPuller(t, 50)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -162,6 +168,7 @@ func TestStaleCommitAtOrBelowCheckpointDropped(t *testing.T) {
 	require.Equal(t, uint64(1), p.Stats().StaleCommits)
 }
 
+// rule: LP2, LP6
 func TestResolvedTsOnlyAfterInitializedAndOnlyIncreases(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -176,6 +183,7 @@ func TestResolvedTsOnlyAfterInitializedAndOnlyIncreases(t *testing.T) {
 	require.Equal(t, []uint64{20, 25}, rec.resolved)
 }
 
+// rule: LP7
 func TestSpanResolvedIsMinOverRegionsAndHoles(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	full := tableSpan(1)
@@ -195,6 +203,7 @@ func TestSpanResolvedIsMinOverRegionsAndHoles(t *testing.T) {
 	require.Equal(t, []uint64{25, 30}, rec.resolved)
 }
 
+// rule: LP5
 func TestCommitAtOrBelowRegionResolvedIsFatal(t *testing.T) {
 	p, _ := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -206,6 +215,7 @@ func TestCommitAtOrBelowRegionResolvedIsFatal(t *testing.T) {
 	require.Contains(t, err.Error(), "not above the region's resolved ts 30")
 }
 
+// rule: LP8, LP9, LP10
 func TestRegionErrorRetryAndDuplicateSuppression(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -247,6 +257,7 @@ func values(rec *recorder) []string {
 	return out
 }
 
+// rule: LP8
 func TestOverlappingAddRegionIsRejected(t *testing.T) {
 	p, _ := newTestPuller(t, 10)
 	_, err := p.AddRegion(1, 100, kvevent.Span{StartKey: tableSpan(1).StartKey, EndKey: splitAt(10)})
@@ -262,6 +273,7 @@ func TestOverlappingAddRegionIsRejected(t *testing.T) {
 	require.Error(t, err, "the same region twice on one span is a duplicate request")
 }
 
+// rule: LP8
 func TestFatalServerErrors(t *testing.T) {
 	for name, e := range map[string]*cdcpb.Error{
 		"duplicate_request":   {DuplicateRequest: &cdcpb.DuplicateRequest{RegionId: 1}},
@@ -279,6 +291,7 @@ func TestFatalServerErrors(t *testing.T) {
 	}
 }
 
+// rule: LP8
 func TestRetryableServerErrors(t *testing.T) {
 	for want, e := range map[RetryReason]*cdcpb.Error{
 		RetryNotLeader:      {NotLeader: &errorpb.NotLeader{RegionId: 1}},
@@ -298,6 +311,7 @@ func TestRetryableServerErrors(t *testing.T) {
 	}
 }
 
+// rule: LP11
 func TestMatcherQuotaFailsRegionInsteadOfGrowing(t *testing.T) {
 	rec := &recorder{}
 	p, err := NewSpanPuller(Config{Span: tableSpan(1), StartTs: 10, Consumer: rec, MatcherQuota: 1000})
@@ -312,6 +326,7 @@ func TestMatcherQuotaFailsRegionInsteadOfGrowing(t *testing.T) {
 	require.Zero(t, p.MatcherBytes(), "the failed region's prewrites are released")
 }
 
+// rule: LP9
 func TestRowsOutsideSpanAreDropped(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))
@@ -322,6 +337,7 @@ func TestRowsOutsideSpanAreDropped(t *testing.T) {
 	require.Equal(t, uint64(1), p.Stats().OutOfSpan)
 }
 
+// rule: LP5
 func TestDeleteAndUnknownOpType(t *testing.T) {
 	p, rec := newTestPuller(t, 10)
 	_, _ = p.AddRegion(1, 100, tableSpan(1))

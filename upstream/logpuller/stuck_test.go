@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// rule: T10 (the core's planner: thresholds, cool-down, initialized regions only)
 func TestStuckRegionsThresholdsAndCooldown(t *testing.T) {
 	const base = int64(1_700_000_000_000)
 	start := composeTs(base)
