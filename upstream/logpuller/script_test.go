@@ -165,7 +165,9 @@ func (c *scriptConsumer) ConsumeKV(es []kvevent.RawKVEntry) {
 	}
 }
 
-func (c *scriptConsumer) AdvanceResolvedTs(ts uint64) { c.log = append(c.log, fmt.Sprintf("resolved %d", ts)) }
+func (c *scriptConsumer) AdvanceResolvedTs(ts uint64) {
+	c.log = append(c.log, fmt.Sprintf("resolved %d", ts))
+}
 
 func (h *scriptHarness) target(t *testing.T, d *datadriven.TestData) (uint64, uint64) {
 	var region uint64
