@@ -59,7 +59,7 @@ func (c *Cluster) NewSource(cfg SourceConfig) *Source {
 		Locator: topologyLocator{c},
 		Dialer:  feedDialer{s},
 		// Every failed region and stream is retried on the next pump
-		// round (S-1); the cluster's clock is the driver's clock.
+		// round (SRC-1); the cluster's clock is the driver's clock.
 		NoBackoff: true,
 		Now:       func() time.Time { return time.UnixMilli(c.NowMs()) },
 		// The topology is never stale (see DriverConfig.WholeRegions).
