@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/google/btree"
+
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
@@ -33,6 +35,24 @@ type Txn struct {
 	ttl        uint64
 	async      bool
 	minCommit  uint64
+	// sp is the open savepoint (nil: none); undo holds the mutations that
+	// writes after it replaced, to put back on RollbackToSavepoint.
+	sp   *savepoint
+	undo []undoEntry
+	// sorted orders the buffer positions by key once the txn is past
+	// smallTxn; probe is the search key its comparisons use for probeIdx.
+	sorted *btree.BTreeG[int]
+	probe  []byte
+}
+
+type savepoint struct {
+	n       int
+	primary []byte
+}
+
+type undoEntry struct {
+	i   int
+	old mvcc.Mutation
 }
 
 // Begin starts a transaction with a fresh TSO start ts.
@@ -62,24 +82,44 @@ func (t *Txn) add(m mvcc.Mutation) {
 		t.primary = cloneBytes(m.Key)
 	}
 	if i, ok := t.find(m.Key); ok {
+		if t.sp != nil && i < t.sp.n {
+			t.undo = append(t.undo, undoEntry{i: i, old: t.muts[i]})
+		}
 		t.muts[i] = m
 		return
 	}
 	t.muts = append(t.muts, m)
 	if t.index != nil {
 		t.index[string(m.Key)] = len(t.muts) - 1
+		t.sorted.ReplaceOrInsert(len(t.muts) - 1)
 	} else if len(t.muts) > smallTxn {
 		t.index = make(map[string]int, len(t.muts))
+		t.sorted = btree.NewG[int](32, t.lessMut)
 		for i, x := range t.muts {
 			t.index[string(x.Key)] = i
+			t.sorted.ReplaceOrInsert(i)
 		}
 	}
 }
 
 // smallTxn is the size up to which buffered keys are searched linearly
 // (most test and demo transactions write a row or two; a map per txn
-// would dominate the cost of a single-row commit).
+// would dominate the cost of a single-row commit). Above it a map finds a
+// key and a btree of buffer positions orders them for Scan.
 const smallTxn = 8
+
+// probeIdx stands for t.probe in t.sorted's comparisons (a key that need
+// not be buffered).
+const probeIdx = -1
+
+func (t *Txn) keyAt(i int) []byte {
+	if i == probeIdx {
+		return t.probe
+	}
+	return t.muts[i].Key
+}
+
+func (t *Txn) lessMut(a, b int) bool { return bytes.Compare(t.keyAt(a), t.keyAt(b)) < 0 }
 
 func (t *Txn) find(key []byte) (int, bool) {
 	if t.index != nil {
@@ -94,6 +134,37 @@ func (t *Txn) find(key []byte) (int, bool) {
 	return 0, false
 }
 
+// bufferedIn calls fn for the buffered mutations with keys in [start, end)
+// (nil end = +inf), in key order.
+func (t *Txn) bufferedIn(start, end []byte, fn func(m *mvcc.Mutation)) {
+	if t.sorted == nil {
+		idx := make([]int, 0, len(t.muts))
+		for i := range t.muts {
+			if k := t.muts[i].Key; bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0) {
+				idx = append(idx, i)
+			}
+		}
+		sort.Slice(idx, func(a, b int) bool { return bytes.Compare(t.muts[idx[a]].Key, t.muts[idx[b]].Key) < 0 })
+		for _, i := range idx {
+			fn(&t.muts[i])
+		}
+		return
+	}
+	t.probe = start
+	var hits []int
+	t.sorted.AscendGreaterOrEqual(probeIdx, func(i int) bool {
+		if end != nil && bytes.Compare(t.muts[i].Key, end) >= 0 {
+			return false
+		}
+		hits = append(hits, i)
+		return true
+	})
+	t.probe = nil
+	for _, i := range hits {
+		fn(&t.muts[i])
+	}
+}
+
 // Set buffers a put of key (the last write of a key wins, as in TiDB's
 // membuffer).
 func (t *Txn) Set(key, value []byte) {
@@ -105,6 +176,63 @@ func (t *Txn) Delete(key []byte) { t.add(mvcc.Mutation{Op: mvcc.OpDel, Key: clon
 
 // LockKey buffers a lock-only mutation (SELECT FOR UPDATE).
 func (t *Txn) LockKey(key []byte) { t.add(mvcc.Mutation{Op: mvcc.OpLock, Key: cloneBytes(key)}) }
+
+// Savepoint marks the buffer: RollbackToSavepoint undoes every write
+// made after it (a failing SQL statement inside a transaction), without a
+// second copy of the buffer. A later Savepoint replaces the mark.
+func (t *Txn) Savepoint() {
+	t.sp = &savepoint{n: len(t.muts), primary: t.primary}
+	t.undo = t.undo[:0]
+}
+
+// ReleaseSavepoint drops the mark (the statement succeeded).
+func (t *Txn) ReleaseSavepoint() {
+	t.sp = nil
+	t.undo = t.undo[:0]
+}
+
+// RollbackToSavepoint puts the buffer back as it was at Savepoint: keys
+// first written since are dropped, keys overwritten get their old
+// mutation back. Nothing may have been prewritten since the mark.
+func (t *Txn) RollbackToSavepoint() error {
+	if t.sp == nil {
+		return fmt.Errorf("fakeupstream: txn %d has no savepoint", t.startTs)
+	}
+	if len(t.prewritten) > 0 || t.committed {
+		return fmt.Errorf("fakeupstream: txn %d: rollback to savepoint after prewrite or commit", t.startTs)
+	}
+	for j := len(t.undo) - 1; j >= 0; j-- {
+		t.muts[t.undo[j].i] = t.undo[j].old
+	}
+	for i := t.sp.n; i < len(t.muts); i++ {
+		if t.index != nil {
+			delete(t.index, string(t.muts[i].Key))
+			t.sorted.Delete(i)
+		}
+	}
+	for i := t.sp.n; i < len(t.muts); i++ {
+		t.muts[i] = mvcc.Mutation{}
+	}
+	t.muts = t.muts[:t.sp.n]
+	t.primary = t.sp.primary
+	t.ReleaseSavepoint()
+	return nil
+}
+
+// Discard abandons a transaction that never prewrote: its buffer is
+// dropped and the store never hears of it (Rollback would leave rollback
+// records for every buffered key).
+func (t *Txn) Discard() error {
+	if len(t.prewritten) > 0 || t.committed {
+		return fmt.Errorf("fakeupstream: txn %d: discard after prewrite or commit (use Rollback)", t.startTs)
+	}
+	t.committed = true
+	t.muts, t.index, t.sorted, t.undo, t.sp = nil, nil, nil, nil, nil
+	return nil
+}
+
+// Len is the number of buffered keys.
+func (t *Txn) Len() int { return len(t.muts) }
 
 // Keys lists the buffered keys in write order.
 func (t *Txn) Keys() [][]byte {
@@ -138,45 +266,74 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 
 // Scan reads raw [start, end) (nil end = +inf) at the start ts merged with
 // the txn's own buffered writes, in key order, up to limit (<= 0: all).
+// With a limit the store is read a page at a time, so a caller paging
+// through a large range never holds more than about limit pairs.
 func (t *Txn) Scan(start, end []byte, limit int) ([]kvevent.KV, error) {
-	t.c.mu.Lock()
-	kvs, err := t.c.store.Scan(start, end, t.startTs, 0)
-	lsn := t.c.lsnLocked()
-	t.c.mu.Unlock()
-	if err != nil {
-		return nil, err
+	var out []kvevent.KV
+	cur := start
+	for {
+		t.c.mu.Lock()
+		kvs, err := t.c.store.Scan(cur, end, t.startTs, max(limit, 0))
+		var page []kvevent.KV
+		if err == nil {
+			page = make([]kvevent.KV, len(kvs))
+			for i, kv := range kvs {
+				page[i] = kvevent.KV{Key: kv.Key, Value: cloneBytes(kv.Value)}
+			}
+		}
+		lsn := t.c.lsnLocked()
+		t.c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if err := t.c.persist(lsn); err != nil {
+			return nil, err
+		}
+		// The store answered for [cur, hi): everything up to its last key
+		// when the page is full, else the whole rest of the range.
+		done := limit <= 0 || len(page) < limit
+		hi := end
+		if !done {
+			hi = append(cloneBytes(page[len(page)-1].Key), 0)
+		}
+		out = t.mergeBuffered(out, page, cur, hi)
+		if done || len(out) >= limit {
+			break
+		}
+		cur = hi
 	}
-	if err := t.c.persist(lsn); err != nil {
-		return nil, err
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
-	merged := map[string][]byte{}
-	for _, kv := range kvs {
-		merged[string(kv.Key)] = kv.Value
-	}
-	for _, m := range t.muts {
-		if bytes.Compare(m.Key, start) < 0 || (end != nil && bytes.Compare(m.Key, end) >= 0) {
-			continue
+	return out, nil
+}
+
+// mergeBuffered appends to out the store's page of [lo, hi) overlaid with
+// the buffered writes in that range, in key order.
+func (t *Txn) mergeBuffered(out, page []kvevent.KV, lo, hi []byte) []kvevent.KV {
+	i := 0
+	t.bufferedIn(lo, hi, func(m *mvcc.Mutation) {
+		for i < len(page) && bytes.Compare(page[i].Key, m.Key) < 0 {
+			out = append(out, kvevent.KV{Key: cloneBytes(page[i].Key), Value: page[i].Value})
+			i++
+		}
+		if i < len(page) && bytes.Equal(page[i].Key, m.Key) {
+			i++ // the buffered write replaces the stored value
 		}
 		switch m.Op {
 		case mvcc.OpPut:
-			merged[string(m.Key)] = m.Value
-		case mvcc.OpDel:
-			delete(merged, string(m.Key))
+			out = append(out, kvevent.KV{Key: cloneBytes(m.Key), Value: cloneBytes(m.Value)})
+		case mvcc.OpLock:
+			// a lock-only mutation changes no value: keep the stored one
+			if i > 0 && bytes.Equal(page[i-1].Key, m.Key) {
+				out = append(out, kvevent.KV{Key: cloneBytes(page[i-1].Key), Value: page[i-1].Value})
+			}
 		}
+	})
+	for ; i < len(page); i++ {
+		out = append(out, kvevent.KV{Key: cloneBytes(page[i].Key), Value: page[i].Value})
 	}
-	keys := make([]string, 0, len(merged))
-	for k := range merged {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if limit > 0 && len(keys) > limit {
-		keys = keys[:limit]
-	}
-	out := make([]kvevent.KV, len(keys))
-	for i, k := range keys {
-		out[i] = kvevent.KV{Key: []byte(k), Value: cloneBytes(merged[k])}
-	}
-	return out, nil
+	return out
 }
 
 // MinCommitTs is the async-commit min_commit_ts (0 before the first

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -292,101 +290,4 @@ func valLiteral(v val) string {
 		return "0x" + hex.EncodeToString([]byte(v.s))
 	}
 	return quoteString(v.s)
-}
-
-// insertID computes LAST_INSERT_ID for an auto-committed INSERT that let
-// the SQL front generate an AUTO_INCREMENT value (MY-D2): the front allocates
-// increasing values under one lock, so the largest value at the commit ts
-// is the last one generated and the first is n-1 below it. Inside a
-// transaction (no commit ts yet) it is not known.
-func (c *conn) insertID(ins *ast.InsertStmt, res sqlfront.Result) (uint64, bool) {
-	if res.CommitTs == 0 || ins.Table == nil || ins.Table.TableRefs == nil {
-		return 0, false
-	}
-	src, ok := ins.Table.TableRefs.Left.(*ast.TableSource)
-	if !ok {
-		return 0, false
-	}
-	tn, ok := src.Source.(*ast.TableName)
-	if !ok {
-		return 0, false
-	}
-	db := tn.Schema.O
-	if db == "" {
-		db = c.db
-	}
-	ti, _, err := c.srv.sql.TableInfo(db, tn.Name.O)
-	if err != nil {
-		return 0, false
-	}
-	var auto *model.ColumnInfo
-	for _, col := range ti.Columns {
-		if mysql.HasAutoIncrementFlag(col.FieldType.GetFlag()) {
-			auto = col
-		}
-	}
-	if auto == nil || !generatesAuto(ins, ti, auto) {
-		return 0, false
-	}
-	snap, err := sqlfront.ReadTable(c.ctx, c.srv.sql.Cluster(), db, tn.Name.O, res.CommitTs)
-	if err != nil {
-		return 0, false
-	}
-	var maxID uint64
-	for _, r := range snap.Rows {
-		d := r.Values[auto.Offset]
-		var id uint64
-		switch d.Kind() {
-		case value.KindInt64:
-			if d.GetInt64() > 0 {
-				id = uint64(d.GetInt64())
-			}
-		case value.KindUint64:
-			id = d.GetUint64()
-		}
-		maxID = max(maxID, id)
-	}
-	n := uint64(res.RowsAffected)
-	if maxID < n {
-		return 0, false
-	}
-	return maxID - n + 1, true
-}
-
-// generatesAuto reports whether the INSERT leaves the AUTO_INCREMENT
-// column to the server (column omitted, or given as NULL or 0).
-func generatesAuto(ins *ast.InsertStmt, ti *model.TableInfo, auto *model.ColumnInfo) bool {
-	pos := -1
-	if len(ins.Columns) == 0 {
-		pos = auto.Offset
-	} else {
-		for i, cn := range ins.Columns {
-			if strings.EqualFold(cn.Name.O, auto.Name.O) {
-				pos = i
-			}
-		}
-		if pos < 0 {
-			return true
-		}
-	}
-	if len(ins.Lists) == 0 || pos >= len(ins.Lists[0]) {
-		return false
-	}
-	return isNullOrZero(ins.Lists[0][pos])
-}
-
-func isNullOrZero(x ast.ExprNode) bool {
-	ve, ok := x.(*test_driver.ValueExpr)
-	if !ok {
-		return false
-	}
-	switch v := ve.Datum.GetValue().(type) {
-	case nil:
-		return true
-	case int64:
-		return v == 0
-	case uint64:
-		return v == 0
-	}
-	return false
 }

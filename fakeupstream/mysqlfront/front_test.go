@@ -240,6 +240,14 @@ func TestErrors(t *testing.T) {
 		me := requireMySQLError(t, err, c.code)
 		require.NotEmpty(t, me.Message, c.q)
 	}
+	// Error texts name databases and tables by name, never by internal id.
+	_, err := f.db.Exec("SELECT * FROM e.nope")
+	me := requireMySQLError(t, err, ErNoSuchTable)
+	require.Contains(t, me.Message, `"nope"`)
+	require.Contains(t, me.Message, `database "e"`)
+	ti, dbID, err := f.sql.TableInfo("e", "t")
+	require.NoError(t, err)
+	require.NotContains(t, me.Message, strconv.FormatInt(dbID, 10)+" ", "the database id of %s", ti.Name.O)
 	// Connection-level: unknown database, bad user, a password.
 	for dsn, code := range map[string]uint16{
 		"root@tcp(" + f.srv.Addr() + ")/nodb":      ErBadDB,
@@ -262,7 +270,7 @@ func TestErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	_, err = db.Exec("INSERT INTO t VALUES (?)", 5)
-	me := requireMySQLError(t, err, ErUnsupportedPS)
+	me = requireMySQLError(t, err, ErUnsupportedPS)
 	require.Contains(t, me.Message, "interpolateParams=true")
 }
 
@@ -319,6 +327,34 @@ func TestLastInsertID(t *testing.T) {
 	require.Equal(t, id1+1, id2, "first id of the multi-row insert")
 	got := queryStrings(t, f.db, "SELECT id FROM a.t WHERE v = 1")
 	require.Equal(t, [][]string{{strconv.FormatInt(id1, 10)}}, got)
+}
+
+// MY-D2: inside an explicit transaction LAST_INSERT_ID is exact too: the
+// first id each INSERT generated, before the COMMIT.
+func TestLastInsertIDInTransaction(t *testing.T) {
+	f := startFront(t)
+	mustExec(t, f.db, "CREATE DATABASE a")
+	mustExec(t, f.db, "CREATE TABLE a.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)")
+	mustExec(t, f.db, "INSERT INTO a.t (v) VALUES (0), (0)") // ids 1, 2 taken
+	tx, err := f.db.Begin()
+	require.NoError(t, err)
+	res, err := tx.Exec("INSERT INTO a.t (v) VALUES (1), (2)")
+	require.NoError(t, err)
+	id, err := res.LastInsertId()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), id)
+	var got int64
+	require.NoError(t, tx.QueryRow("SELECT LAST_INSERT_ID()").Scan(&got))
+	require.Equal(t, int64(3), got)
+	res, err = tx.Exec("INSERT INTO a.t (id, v) VALUES (100, 3)")
+	require.NoError(t, err)
+	id, err = res.LastInsertId()
+	require.NoError(t, err)
+	require.Zero(t, id, "an explicit id generates none")
+	require.NoError(t, tx.QueryRow("SELECT LAST_INSERT_ID()").Scan(&got))
+	require.Equal(t, int64(3), got, "LAST_INSERT_ID keeps the last generated id")
+	require.NoError(t, tx.Commit())
+	require.Equal(t, [][]string{{"3"}}, queryStrings(t, f.db, "SELECT id FROM a.t WHERE v = 1"))
 }
 
 // MY-P1: a DSN with a database selects it; errors from the driver are typed.

@@ -357,11 +357,11 @@ func (c *conn) dml(st ast.StmtNode) (outcome, error) {
 		return outcome{}, err
 	}
 	out := outcome{affected: uint64(res.RowsAffected)}
-	if ins, ok := st.(*ast.InsertStmt); ok && res.RowsAffected > 0 {
-		if id, ok := c.insertID(ins, res); ok {
-			c.lastInsertID = id
-			out.lastID = id
-		}
+	if res.LastInsertID > 0 {
+		// The SQL front reports the first AUTO_INCREMENT value the INSERT
+		// generated, inside a transaction as well (MY-D2).
+		c.lastInsertID = uint64(res.LastInsertID)
+		out.lastID = c.lastInsertID
 	}
 	return out, nil
 }

@@ -6,8 +6,49 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
+
+// addedIndexes lists the stored indexes of next that prev lacks.
+func addedIndexes(prev, next *model.TableInfo) []*model.IndexInfo {
+	had := map[int64]bool{}
+	for _, idx := range prev.Indices {
+		had[idx.ID] = true
+	}
+	var out []*model.IndexInfo
+	for _, idx := range storedIndexes(next) {
+		if !had[idx.ID] {
+			out = append(out, idx)
+		}
+	}
+	return out
+}
+
+// backfillIndexes writes the entries of the given new indexes of ti for
+// every row txn sees (TiDB's ADD INDEX backfill; S20). A unique index over
+// duplicate values fails with ErrDuplicateKey.
+func (s *Server) backfillIndexes(txn *fakeupstream.Txn, ti *model.TableInfo, idxs []*model.IndexInfo) error {
+	return s.eachRow(txn, ti, &accessPlan{full: true}, func(r *row) error {
+		for _, idx := range idxs {
+			kv, err := s.encodeIndexKV(ti, idx, r.physID, r.datums, r.handle)
+			if err != nil {
+				return err
+			}
+			if kv.distinct {
+				v, err := txn.Get(kv.key)
+				if err != nil {
+					return err
+				}
+				if v != nil {
+					return duplicateIndexEntry(ti, idx, r.datums)
+				}
+			}
+			txn.Set(kv.key, kv.value)
+		}
+		return nil
+	})
+}
 
 // Action type numbers (TiDB's ActionType; see tidb-data-formats.md §7.8).
 const (
@@ -307,13 +348,33 @@ func (s *Server) execAlterTable(ctx context.Context, sess *Session, st *ast.Alte
 	default:
 		return 0, unsupported("ALTER TABLE specification type %d", spec.Tp)
 	}
-	if err := mutate(e.info.Clone(), s.cat.clone()); err != nil {
+	probe := e.info.Clone()
+	if err := mutate(probe, s.cat.clone()); err != nil {
 		return 0, err
+	}
+	// New indexes get entries for the existing rows (TiDB's backfill); a
+	// unique one over duplicate values fails here, before any job row.
+	if added := addedIndexes(e.info, probe); len(added) > 0 {
+		scratch := s.cluster.Begin()
+		err := s.backfillIndexes(scratch, probe, added)
+		_ = scratch.Discard()
+		if err != nil {
+			return 0, err
+		}
 	}
 	return s.runJob(ctx, &ddlChange{job: job, schemaIDs: []int64{d.ID}, tableIDs: []int64{e.info.ID}, apply: func(w kvWriter, c *catalog) error {
 		ti := e.info.Clone()
 		if err := mutate(ti, c); err != nil {
 			return err
+		}
+		if added := addedIndexes(e.info, ti); len(added) > 0 {
+			txn, ok := w.(*fakeupstream.Txn)
+			if !ok {
+				return fmt.Errorf("sqlfront: backfill of table %q needs a transaction", ti.Name.O)
+			}
+			if err := s.backfillIndexes(txn, ti, added); err != nil {
+				return err
+			}
 		}
 		c.tables[ti.ID] = &tableEntry{dbID: d.ID, info: ti}
 		job.SchemaState = finalState

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
-	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
@@ -20,43 +18,11 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
-// stagedWrites buffers one statement's writes so a failing statement
-// leaves its transaction untouched; reads see them first.
-type stagedWrites struct {
-	keys []string
-	vals map[string][]byte // nil value = delete
-}
-
-func (w *stagedWrites) set(k, v []byte) {
-	if w.vals == nil {
-		w.vals = map[string][]byte{}
-	}
-	ks := string(k)
-	if _, ok := w.vals[ks]; !ok {
-		w.keys = append(w.keys, ks)
-	}
-	w.vals[ks] = v
-}
-
-func (w *stagedWrites) get(k []byte) ([]byte, bool) {
-	v, ok := w.vals[string(k)]
-	return v, ok
-}
-
-func (w *stagedWrites) applyTo(txn *fakeupstream.Txn) {
-	for _, k := range w.keys {
-		if v := w.vals[k]; v == nil {
-			txn.Delete([]byte(k))
-		} else {
-			txn.Set([]byte(k), v)
-		}
-	}
-}
-
 // row is one decoded row: datums by column offset, plus where it lives.
 type row struct {
 	physID int64
 	key    []byte
+	handle tablecodec.Handle
 	datums []value.Datum
 }
 
@@ -75,123 +41,259 @@ func (s *Server) dmlTable(ss *Session, refs *ast.TableRefsClause) (*model.DBInfo
 	return s.tableFor(ss, tn)
 }
 
-func (s *Server) runDML(ss *Session, txn *fakeupstream.Txn, w *stagedWrites, st ast.StmtNode) (int, error) {
+// runDML runs one DML statement's writes into txn. lastID is the first
+// auto-increment value the statement generated (0: none).
+func (s *Server) runDML(ss *Session, txn *fakeupstream.Txn, st ast.StmtNode) (n int, lastID int64, err error) {
 	switch x := st.(type) {
 	case *ast.InsertStmt:
-		if x.Select != nil || len(x.OnDuplicate) > 0 || x.Setlist || x.IgnoreErr {
-			return 0, unsupported("INSERT ... SELECT / ON DUPLICATE KEY UPDATE / SET / IGNORE")
+		if len(x.OnDuplicate) > 0 || x.Setlist || x.IgnoreErr {
+			return 0, 0, unsupported("INSERT ... ON DUPLICATE KEY UPDATE / SET / IGNORE")
 		}
 		_, e, err := s.dmlTable(ss, x.Table)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return s.insert(txn, w, e, x)
+		if x.Select != nil {
+			return s.insertSelect(ss, txn, e, x)
+		}
+		return s.insert(txn, e, x)
 	case *ast.UpdateStmt:
 		if x.MultipleTable || x.Order != nil || x.Limit != nil {
-			return 0, unsupported("multi-table UPDATE, ORDER BY or LIMIT")
+			return 0, 0, unsupported("multi-table UPDATE, ORDER BY or LIMIT")
 		}
 		_, e, err := s.dmlTable(ss, x.TableRefs)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return s.update(txn, w, e, x)
+		n, err := s.update(txn, e, x)
+		return n, 0, err
 	case *ast.DeleteStmt:
 		if x.IsMultiTable || x.Order != nil || x.Limit != nil {
-			return 0, unsupported("multi-table DELETE, ORDER BY or LIMIT")
+			return 0, 0, unsupported("multi-table DELETE, ORDER BY or LIMIT")
 		}
 		_, e, err := s.dmlTable(ss, x.TableRefs)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return s.delete(txn, w, e, x.Where)
+		n, err := s.delete(txn, e, x.Where)
+		return n, 0, err
 	}
-	return 0, unsupported("statement %T", st)
+	return 0, 0, unsupported("statement %T", st)
 }
 
-func (s *Server) insert(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, st *ast.InsertStmt) (int, error) {
-	ti := e.info
-	var cols []*model.ColumnInfo
-	if len(st.Columns) == 0 {
-		cols = ti.Columns
-	} else {
-		for _, cn := range st.Columns {
-			c := ti.ColumnByName(cn.Name.O)
-			if c == nil {
-				return 0, fmt.Errorf("sqlfront: unknown column %q in field list", cn.Name.O)
-			}
-			cols = append(cols, c)
-		}
+// insertColumns resolves an INSERT's column list (all columns when empty).
+func insertColumns(ti *model.TableInfo, names []*ast.ColumnName) ([]*model.ColumnInfo, error) {
+	if len(names) == 0 {
+		return ti.Columns, nil
 	}
-	n := 0
+	cols := make([]*model.ColumnInfo, 0, len(names))
+	for _, cn := range names {
+		c := ti.ColumnByName(cn.Name.O)
+		if c == nil {
+			return nil, fmt.Errorf("sqlfront: unknown column %q in field list of table %q", cn.Name.O, ti.Name.O)
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func (s *Server) insert(txn *fakeupstream.Txn, e *tableEntry, st *ast.InsertStmt) (int, int64, error) {
+	ti := e.info
+	cols, err := insertColumns(ti, st.Columns)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, first := 0, int64(0)
 	for ri, list := range st.Lists {
 		if len(list) != len(cols) {
-			return 0, fmt.Errorf("sqlfront: column count doesn't match value count at row %d", ri+1)
+			return 0, 0, fmt.Errorf("sqlfront: column count doesn't match value count at row %d", ri+1)
 		}
 		given := make(map[int64]literal, len(cols))
 		for i, c := range cols {
 			lit, err := evalLiteral(list[i])
 			if err != nil {
-				return 0, unsupported("value of column %q: %v", c.Name.O, err)
+				return 0, 0, unsupported("value of column %q: %v", c.Name.O, err)
 			}
 			given[c.ID] = lit
 		}
-		r, err := s.newRow(ti, given)
+		k, gen, err := s.insertGiven(txn, ti, given, st.IsReplace)
 		if err != nil {
-			return 0, fmt.Errorf("%w (row %d)", err, ri+1)
+			return 0, 0, fmt.Errorf("%w (row %d)", err, ri+1)
 		}
-		old, exists, err := s.read(txn, w, r.key)
+		if first == 0 {
+			first = gen
+		}
+		n += k
+	}
+	return n, first, nil
+}
+
+// insertGiven builds a row from the given literals and inserts it; it
+// returns the rows affected and the auto-increment value generated (0:
+// none).
+func (s *Server) insertGiven(txn *fakeupstream.Txn, ti *model.TableInfo, given map[int64]literal, replace bool) (int, int64, error) {
+	r, gen, err := s.newRow(ti, given)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := s.insertRow(txn, ti, r, replace)
+	return n, gen, err
+}
+
+// insertRow writes a new row and its index entries. A row with the same
+// handle, or a unique index entry another row holds, is a duplicate
+// (ErrDuplicateKey); REPLACE deletes those rows first and counts them.
+func (s *Server) insertRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row, replace bool) (int, error) {
+	n := 0
+	old, err := txn.Get(r.key)
+	if err != nil {
+		return 0, err
+	}
+	if old != nil {
+		if !replace {
+			return 0, fmt.Errorf("%w of table %q", ErrDuplicateKey, ti.Name.O)
+		}
+		or, err := decodeRow(newMounter(), ti, r.physID, r.key, old)
 		if err != nil {
 			return 0, err
 		}
-		if exists {
-			if !st.IsReplace {
-				return 0, fmt.Errorf("%w of table %q (row %d)", ErrDuplicateKey, ti.Name.O, ri+1)
-			}
-			_ = old
-			n++ // REPLACE counts the deleted row too
+		if err := s.removeRow(txn, ti, or); err != nil {
+			return 0, err
 		}
-		if err := s.writeRow(w, ti, r); err != nil {
+		n++ // REPLACE counts the deleted row too
+	}
+	entries, err := s.rowIndexKVs(ti, r)
+	if err != nil {
+		return 0, err
+	}
+	for i, kv := range entries {
+		if !kv.distinct {
+			continue
+		}
+		other, err := s.holder(txn, ti, kv, i, r.physID)
+		if err != nil {
+			return 0, err
+		}
+		if other == nil {
+			continue
+		}
+		if !replace {
+			return 0, duplicateIndexEntry(ti, storedIndexes(ti)[i], r.datums)
+		}
+		if err := s.removeRow(txn, ti, other); err != nil {
 			return 0, err
 		}
 		n++
 	}
-	return n, nil
+	if err := s.putRow(txn, ti, r, entries); err != nil {
+		return 0, err
+	}
+	return n + 1, nil
+}
+
+// holder is the row that holds the distinct index entry kv (of the i-th
+// stored index), or nil.
+func (s *Server) holder(txn *fakeupstream.Txn, ti *model.TableInfo, kv indexKV, i int, phys int64) (*row, error) {
+	v, err := txn.Get(kv.key)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	h, err := handleFromIndex(ti, storedIndexes(ti)[i], kv.key, v)
+	if err != nil {
+		return nil, fmt.Errorf("sqlfront: index entry %x of table %q: %w", kv.key, ti.Name.O, err)
+	}
+	key := tablecodec.EncodeRecordKey(nil, phys, h)
+	rv, err := txn.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	if rv == nil {
+		return nil, fmt.Errorf("sqlfront: index entry %x of table %q points at row %x, which does not exist", kv.key, ti.Name.O, key)
+	}
+	return decodeRow(newMounter(), ti, phys, key, rv)
+}
+
+// rowIndexKVs are r's entries of every stored index, in storedIndexes
+// order.
+func (s *Server) rowIndexKVs(ti *model.TableInfo, r *row) ([]indexKV, error) {
+	idxs := storedIndexes(ti)
+	if len(idxs) == 0 {
+		return nil, nil
+	}
+	out := make([]indexKV, len(idxs))
+	for i, idx := range idxs {
+		kv, err := s.encodeIndexKV(ti, idx, r.physID, r.datums, r.handle)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = kv
+	}
+	return out, nil
+}
+
+// putRow writes the record and the given index entries.
+func (s *Server) putRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row, entries []indexKV) error {
+	if err := s.writeRow(txn, ti, r); err != nil {
+		return err
+	}
+	for _, kv := range entries {
+		txn.Set(kv.key, kv.value)
+	}
+	return nil
+}
+
+// removeRow deletes the record and its index entries.
+func (s *Server) removeRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row) error {
+	entries, err := s.rowIndexKVs(ti, r)
+	if err != nil {
+		return err
+	}
+	txn.Delete(r.key)
+	for _, kv := range entries {
+		txn.Delete(kv.key)
+	}
+	return nil
 }
 
 // newRow fills a full row from the given literals: defaults, auto ids,
 // handle and partition.
-func (s *Server) newRow(ti *model.TableInfo, given map[int64]literal) (*row, error) {
+func (s *Server) newRow(ti *model.TableInfo, given map[int64]literal) (*row, int64, error) {
 	r := &row{datums: make([]value.Datum, len(ti.Columns))}
+	gen := int64(0)
+	var err error
 	for _, c := range ti.Columns {
 		lit, ok := given[c.ID]
 		ft := &c.FieldType
-		if mysql.HasAutoIncrementFlag(ft.GetFlag()) && (!ok || lit.kind == litNull || (lit.kind == litInt && lit.i == 0)) {
+		if mysql.HasAutoIncrementFlag(ft.GetFlag()) && (!ok || lit.kind == litNull || (lit.kind == litInt && lit.i == 0) || lit.zeroDatum()) {
 			id := s.cat.autoIDs[ti.ID] + 1
 			if err := s.takeAutoID(ti.ID, id); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			lit, ok = literal{kind: litInt, i: id}, true
+			gen = id
 		}
 		if !ok {
 			d, err := defaultDatum(c)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			r.datums[c.Offset] = d
 			continue
 		}
-		d, err := toDatum(lit, ft, c.Name.O)
-		if err != nil {
-			return nil, fmt.Errorf("sqlfront: %w", err)
+		var d value.Datum
+		if lit.kind == litDatum {
+			d = *lit.datum // a stored value of a column of the same type
+		} else if d, err = toDatum(lit, ft, c.Name.O); err != nil {
+			return nil, 0, fmt.Errorf("sqlfront: %w", err)
 		}
 		if mysql.HasAutoIncrementFlag(ft.GetFlag()) && d.Kind() == value.KindInt64 && d.GetInt64() > s.cat.autoIDs[ti.ID] {
 			if err := s.takeAutoID(ti.ID, d.GetInt64()); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		r.datums[c.Offset] = d
 	}
-	return r, s.locate(ti, r, 0)
+	return r, gen, s.locate(ti, r, 0)
 }
 
 // defaultDatum is a column's value when an INSERT does not give one.
@@ -261,6 +363,7 @@ func (s *Server) locate(ti *model.TableInfo, r *row, rowID int64) error {
 		h = tablecodec.NewIntHandle(rowID)
 	}
 	r.key = tablecodec.EncodeRecordKey(nil, phys, h)
+	r.handle = h
 	return nil
 }
 
@@ -339,7 +442,7 @@ func trimQuotes(s string) string {
 
 // writeRow encodes a row as TiDB does: every stored column but an integer
 // handle, in row format v2.
-func (s *Server) writeRow(w *stagedWrites, ti *model.TableInfo, r *row) error {
+func (s *Server) writeRow(w kvWriter, ti *model.TableInfo, r *row) error {
 	ids := make([]int64, 0, len(ti.Columns))
 	ds := make([]value.Datum, 0, len(ti.Columns))
 	for _, c := range ti.Columns {
@@ -353,58 +456,8 @@ func (s *Server) writeRow(w *stagedWrites, ti *model.TableInfo, r *row) error {
 	if err != nil {
 		return fmt.Errorf("sqlfront: encode row of %q: %w", ti.Name.O, err)
 	}
-	w.set(r.key, v)
+	w.Set(r.key, v)
 	return nil
-}
-
-func (s *Server) read(txn *fakeupstream.Txn, w *stagedWrites, key []byte) ([]byte, bool, error) {
-	if v, ok := w.get(key); ok {
-		return v, v != nil, nil
-	}
-	v, err := txn.Get(key)
-	if err != nil {
-		return nil, false, err
-	}
-	return v, v != nil, nil
-}
-
-// scanRows reads every row of the table (all partitions) visible to txn,
-// staged writes included, decoded with the current TableInfo.
-func (s *Server) scanRows(txn *fakeupstream.Txn, w *stagedWrites, ti *model.TableInfo) ([]*row, error) {
-	m := mounter.New(mounter.Config{})
-	var out []*row
-	for _, phys := range ti.PhysicalIDs() {
-		start := tablecodec.EncodeRecordPrefix(nil, phys)
-		end := tablecodec.PrefixNext(start)
-		kvs, err := txn.Scan(start, end, 0)
-		if err != nil {
-			return nil, err
-		}
-		merged := map[string][]byte{}
-		for _, kv := range kvs {
-			merged[string(kv.Key)] = kv.Value
-		}
-		for _, k := range w.keys {
-			if bytes.HasPrefix([]byte(k), start) {
-				merged[k] = w.vals[k]
-			}
-		}
-		keys := make([]string, 0, len(merged))
-		for k, v := range merged {
-			if v != nil {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			r, err := decodeRow(m, ti, phys, []byte(k), merged[k])
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 func decodeRow(m *mounter.Mounter, ti *model.TableInfo, phys int64, key, val []byte) (*row, error) {
@@ -420,16 +473,17 @@ func decodeRow(m *mounter.Mounter, ti *model.TableInfo, phys int64, key, val []b
 	for i := range ds {
 		ds[i] = ds[i].Clone()
 	}
-	return &row{physID: phys, key: append([]byte(nil), key...), datums: ds}, nil
+	key = append([]byte(nil), key...)
+	_, h, err := tablecodec.DecodeRecordKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("sqlfront: record key %x of %q: %w", key, ti.Name.O, err)
+	}
+	return &row{physID: phys, key: key, handle: h, datums: ds}, nil
 }
 
-func (s *Server) update(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, st *ast.UpdateStmt) (int, error) {
+func (s *Server) update(txn *fakeupstream.Txn, e *tableEntry, st *ast.UpdateStmt) (int, error) {
 	ti := e.info
-	pred, err := compileWhere(ti, st.Where)
-	if err != nil {
-		return 0, err
-	}
-	rows, err := s.scanRows(txn, w, ti)
+	f, err := compileWhere(ti, st.Where)
 	if err != nil {
 		return 0, err
 	}
@@ -441,19 +495,22 @@ func (s *Server) update(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, s
 	for _, a := range st.List {
 		c := ti.ColumnByName(a.Column.Name.O)
 		if c == nil {
-			return 0, fmt.Errorf("sqlfront: unknown column %q in field list", a.Column.Name.O)
+			return 0, fmt.Errorf("sqlfront: unknown column %q in field list of table %q", a.Column.Name.O, ti.Name.O)
 		}
 		as = append(as, assign{c, a.Expr})
 	}
+	// Find every matching row before writing any, so the statement never
+	// sees its own changes (a moved key is not matched twice).
+	rows, err := s.matchRows(txn, ti, f)
+	if err != nil {
+		return 0, err
+	}
+	rowID := false
+	if hi, _ := ti.HandleColumns(); hi.Kind == model.HandleRowID {
+		rowID = true
+	}
 	n := 0
 	for _, r := range rows {
-		ok, err := pred(r.datums)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			continue
-		}
 		nr := &row{datums: append([]value.Datum(nil), r.datums...)}
 		for _, a := range as {
 			lit, err := evalRowExpr(a.expr, ti, r.datums)
@@ -466,28 +523,14 @@ func (s *Server) update(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, s
 			}
 			nr.datums[a.col.Offset] = d
 		}
-		rowID := int64(0)
-		if hi, _ := ti.HandleColumns(); hi.Kind == model.HandleRowID {
-			_, h, err := tablecodec.DecodeRecordKey(r.key)
-			if err != nil {
-				return 0, err
-			}
-			rowID = h.IntValue()
+		id := int64(0)
+		if rowID {
+			id = r.handle.IntValue()
 		}
-		if err := s.locate(ti, nr, rowID); err != nil {
+		if err := s.locate(ti, nr, id); err != nil {
 			return 0, err
 		}
-		if !bytes.Equal(nr.key, r.key) {
-			// The handle or partition changed: TiDB deletes the old key
-			// and writes the new one in the same transaction.
-			if _, exists, err := s.read(txn, w, nr.key); err != nil {
-				return 0, err
-			} else if exists {
-				return 0, fmt.Errorf("%w of table %q", ErrDuplicateKey, ti.Name.O)
-			}
-			w.set(r.key, nil)
-		}
-		if err := s.writeRow(w, ti, nr); err != nil {
+		if err := s.updateRow(txn, ti, r, nr); err != nil {
 			return 0, err
 		}
 		n++
@@ -495,133 +538,70 @@ func (s *Server) update(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, s
 	return n, nil
 }
 
-func (s *Server) delete(txn *fakeupstream.Txn, w *stagedWrites, e *tableEntry, where ast.ExprNode) (int, error) {
-	ti := e.info
-	pred, err := compileWhere(ti, where)
-	if err != nil {
-		return 0, err
-	}
-	rows, err := s.scanRows(txn, w, ti)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, r := range rows {
-		ok, err := pred(r.datums)
+// updateRow replaces row r by nr: when the handle or the partition changed
+// the old record goes and the new one must not exist (S15); each index
+// entry that changed is deleted and rewritten, a unique one checked
+// against other rows first (S20).
+func (s *Server) updateRow(txn *fakeupstream.Txn, ti *model.TableInfo, r, nr *row) error {
+	if !bytes.Equal(nr.key, r.key) {
+		// The handle or partition changed: TiDB deletes the old key and
+		// writes the new one in the same transaction.
+		v, err := txn.Get(nr.key)
 		if err != nil {
+			return err
+		}
+		if v != nil {
+			return fmt.Errorf("%w of table %q", ErrDuplicateKey, ti.Name.O)
+		}
+		txn.Delete(r.key)
+	}
+	oldKVs, err := s.rowIndexKVs(ti, r)
+	if err != nil {
+		return err
+	}
+	newKVs, err := s.rowIndexKVs(ti, nr)
+	if err != nil {
+		return err
+	}
+	idxs := storedIndexes(ti)
+	for i := range newKVs {
+		o, n := oldKVs[i], newKVs[i]
+		if bytes.Equal(o.key, n.key) && bytes.Equal(o.value, n.value) {
+			continue // untouched: TiDB writes nothing for it
+		}
+		if !bytes.Equal(o.key, n.key) {
+			txn.Delete(o.key)
+			if n.distinct {
+				other, err := s.holder(txn, ti, n, i, nr.physID)
+				if err != nil {
+					return err
+				}
+				if other != nil {
+					return duplicateIndexEntry(ti, idxs[i], nr.datums)
+				}
+			}
+		}
+		txn.Set(n.key, n.value)
+	}
+	return s.writeRow(txn, ti, nr)
+}
+
+func (s *Server) delete(txn *fakeupstream.Txn, e *tableEntry, where ast.ExprNode) (int, error) {
+	ti := e.info
+	f, err := compileWhere(ti, where)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := s.matchRows(txn, ti, f)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		if err := s.removeRow(txn, ti, r); err != nil {
 			return 0, err
 		}
-		if ok {
-			w.set(r.key, nil)
-			n++
-		}
 	}
-	return n, nil
-}
-
-// compileWhere accepts AND-ed comparisons of a column with a literal
-// (=, !=, <, <=, >, >=), IS [NOT] NULL, and no WHERE at all.
-func compileWhere(ti *model.TableInfo, e ast.ExprNode) (func([]value.Datum) (bool, error), error) {
-	if e == nil {
-		return func([]value.Datum) (bool, error) { return true, nil }, nil
-	}
-	switch x := e.(type) {
-	case *ast.ParenthesesExpr:
-		return compileWhere(ti, x.Expr)
-	case *ast.BinaryOperationExpr:
-		if x.Op == opcode.LogicAnd {
-			l, err := compileWhere(ti, x.L)
-			if err != nil {
-				return nil, err
-			}
-			r, err := compileWhere(ti, x.R)
-			if err != nil {
-				return nil, err
-			}
-			return func(ds []value.Datum) (bool, error) {
-				ok, err := l(ds)
-				if err != nil || !ok {
-					return false, err
-				}
-				return r(ds)
-			}, nil
-		}
-		colExpr, lit, op := x.L, x.R, x.Op
-		if _, ok := colExpr.(*ast.ColumnNameExpr); !ok {
-			colExpr, lit, op = x.R, x.L, flip(x.Op)
-		}
-		cn, ok := colExpr.(*ast.ColumnNameExpr)
-		if !ok {
-			return nil, unsupported("WHERE comparison without a column: %T", x.L)
-		}
-		col := ti.ColumnByName(cn.Name.Name.O)
-		if col == nil {
-			return nil, fmt.Errorf("sqlfront: unknown column %q in where clause", cn.Name.Name.O)
-		}
-		l, err := evalLiteral(lit)
-		if err != nil {
-			return nil, unsupported("WHERE %s: %v", col.Name.O, err)
-		}
-		if l.kind == litNull {
-			return func([]value.Datum) (bool, error) { return false, nil }, nil
-		}
-		want, err := toDatum(l, withoutNotNull(&col.FieldType), col.Name.O)
-		if err != nil {
-			return nil, fmt.Errorf("sqlfront: %w", err)
-		}
-		off := col.Offset
-		return func(ds []value.Datum) (bool, error) {
-			d := ds[off]
-			if d.IsNull() {
-				return false, nil
-			}
-			c, err := compareDatums(&d, &want)
-			if err != nil {
-				return false, err
-			}
-			switch op {
-			case opcode.EQ:
-				return c == 0, nil
-			case opcode.NE:
-				return c != 0, nil
-			case opcode.LT:
-				return c < 0, nil
-			case opcode.LE:
-				return c <= 0, nil
-			case opcode.GT:
-				return c > 0, nil
-			case opcode.GE:
-				return c >= 0, nil
-			}
-			return false, unsupported("WHERE operator %s", op)
-		}, nil
-	case *ast.IsNullExpr:
-		cn, ok := x.Expr.(*ast.ColumnNameExpr)
-		if !ok {
-			return nil, unsupported("IS NULL on a non-column")
-		}
-		col := ti.ColumnByName(cn.Name.Name.O)
-		if col == nil {
-			return nil, fmt.Errorf("sqlfront: unknown column %q in where clause", cn.Name.Name.O)
-		}
-		off, not := col.Offset, x.Not
-		return func(ds []value.Datum) (bool, error) { return ds[off].IsNull() != not, nil }, nil
-	}
-	return nil, unsupported("WHERE expression %T", e)
-}
-
-func flip(op opcode.Op) opcode.Op {
-	switch op {
-	case opcode.LT:
-		return opcode.GT
-	case opcode.LE:
-		return opcode.GE
-	case opcode.GT:
-		return opcode.LT
-	case opcode.GE:
-		return opcode.LE
-	}
-	return op
+	return len(rows), nil
 }
 
 // canSkipColumn says whether TiDB leaves a column out of the row value:

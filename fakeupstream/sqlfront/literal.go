@@ -25,6 +25,7 @@ const (
 	litDecimal // exact numeric text, e.g. 12.50
 	litString
 	litBinary // 0x.. / b'..' literals
+	litDatum  // a stored datum copied as is (INSERT ... SELECT of a same-typed column)
 )
 
 // literal is a constant SQL expression after evaluation.
@@ -34,6 +35,18 @@ type literal struct {
 	u    uint64
 	f    float64
 	s    string // decimal text, string or binary bytes
+	// datum is the value of a litDatum.
+	datum *value.Datum
+}
+
+// zeroDatum: a copied NULL or 0, which an AUTO_INCREMENT column replaces
+// by a generated id (as the literals NULL and 0).
+func (l literal) zeroDatum() bool {
+	if l.kind != litDatum {
+		return false
+	}
+	d := l.datum
+	return d.IsNull() || (d.Kind() == value.KindInt64 && d.GetInt64() == 0) || (d.Kind() == value.KindUint64 && d.GetUint64() == 0)
 }
 
 func (l literal) String() string {
@@ -48,6 +61,8 @@ func (l literal) String() string {
 		return strconv.FormatFloat(l.f, 'g', -1, 64)
 	case litBinary:
 		return fmt.Sprintf("0x%x", l.s)
+	case litDatum:
+		return l.datum.String()
 	default:
 		return l.s
 	}

@@ -55,8 +55,11 @@ func Open(ctx context.Context, cluster *fakeupstream.Cluster) (*Server, error) {
 	if err := s.splitNewTables(&catalog{}, s.cat); err != nil {
 		return nil, err
 	}
-	for _, id := range []int64{DDLHistoryTableID, DDLJobTableID} {
-		if err := s.splitAtTable(id); err != nil {
+	for _, sys := range []struct {
+		id   int64
+		name string
+	}{{DDLHistoryTableID, "mysql.tidb_ddl_history"}, {DDLJobTableID, "mysql.tidb_ddl_job"}} {
+		if err := s.splitAtTable(sys.id, sys.name); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +115,7 @@ func (s *Server) loadCatalog(ctx context.Context, ts uint64, version []byte) err
 		name := string(tablecodec.DBField(d.ID))
 		fields, err := scanHash(ctx, s.cluster, name, ts)
 		if err != nil {
-			return fmt.Errorf("sqlfront: open: read tables of database %d at %d: %w", d.ID, ts, err)
+			return fmt.Errorf("sqlfront: open: read tables of database %q at %d: %w", d.Name.O, ts, err)
 		}
 		for _, f := range fields {
 			field, err := hashField(f.Key, name)
@@ -164,11 +167,15 @@ func (s *Server) takeAutoID(tableID, id int64) error {
 	if e == nil {
 		return fmt.Errorf("sqlfront: auto id of unknown table %d", tableID)
 	}
+	db := "?"
+	if d := s.cat.dbs[e.dbID]; d != nil {
+		db = d.Name.O
+	}
 	mark := id + autoIDStep
 	txn := s.cluster.Begin()
 	txn.Set(autoIDKey(e.dbID, tableID), []byte(strconv.FormatInt(mark, 10)))
 	if _, err := txn.Commit(); err != nil {
-		return fmt.Errorf("sqlfront: persist auto id mark of table %d: %w", tableID, err)
+		return fmt.Errorf("sqlfront: persist auto id mark of table %s.%s: %w", db, e.info.Name.O, err)
 	}
 	s.cat.autoLimit[tableID] = mark
 	return nil

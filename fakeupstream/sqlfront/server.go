@@ -300,7 +300,7 @@ func (s *Server) splitNewTables(prev, next *catalog) error {
 	for _, e := range next.tables {
 		for _, id := range e.info.PhysicalIDs() {
 			if !had[id] {
-				if err := s.splitAtTable(id); err != nil {
+				if err := s.splitAtTable(id, e.info.Name.O); err != nil {
 					return err
 				}
 			}
@@ -309,14 +309,15 @@ func (s *Server) splitNewTables(prev, next *catalog) error {
 	return nil
 }
 
-// splitAtTable makes a region start at table id's prefix unless one does.
-func (s *Server) splitAtTable(id int64) error {
+// splitAtTable makes a region start at physical table id's prefix (of
+// table name) unless one does.
+func (s *Server) splitAtTable(id int64, name string) error {
 	k := tablecodec.EncodeTablePrefix(nil, id)
 	if bytes.Equal(s.cluster.LocateRaw(k).StartKey, codec.EncodeBytes(nil, k)) {
 		return nil
 	}
 	if _, _, err := s.cluster.SplitRaw(k); err != nil {
-		return fmt.Errorf("sqlfront: split a region for table %d: %w", id, err)
+		return fmt.Errorf("sqlfront: split a region for table %q (physical id %d): %w", name, id, err)
 	}
 	return nil
 }

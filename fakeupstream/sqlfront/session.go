@@ -20,6 +20,10 @@ type Result struct {
 	CommitTs uint64
 	// DDL is true for DDL statements.
 	DDL bool
+	// LastInsertID is the first AUTO_INCREMENT value an INSERT generated
+	// (0: none), also inside an explicit transaction (MySQL's
+	// LAST_INSERT_ID()).
+	LastInsertID int64
 }
 
 // Session is one client connection: a current database and an optional
@@ -99,8 +103,8 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 		}
 		txn := ss.txn
 		ss.txn = nil
-		if len(txn.Keys()) == 0 {
-			_ = txn.Rollback()
+		if txn.Len() == 0 {
+			_ = txn.Discard()
 			return Result{}, nil
 		}
 		ts, err := txn.Commit()
@@ -110,7 +114,9 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 		return Result{CommitTs: ts}, nil
 	case *ast.RollbackStmt:
 		if ss.txn != nil {
-			_ = ss.txn.Rollback()
+			// Nothing of it reached the store (the front prewrites only
+			// at COMMIT): drop the buffer, as TiDB does.
+			_ = ss.txn.Discard()
 			ss.txn = nil
 		}
 		return Result{}, nil
@@ -140,28 +146,31 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 }
 
 // execDML runs a DML statement in the open transaction, or in its own
-// auto-committed one.
+// auto-committed one. A failing statement leaves nothing behind (S4): an
+// auto-commit transaction is discarded, an explicit one is put back to the
+// savepoint taken before the statement — the writes go straight into the
+// transaction's buffer, so a large statement is held once, not staged.
 func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, error) {
 	txn := ss.txn
 	auto := txn == nil
 	if auto {
 		txn = ss.srv.cluster.Begin()
+	} else {
+		txn.Savepoint()
 	}
-	// Writes of a failing statement must not leak into the transaction:
-	// stage them and apply only on success.
-	w := &stagedWrites{}
-	n, err := ss.srv.runDML(ss, txn, w, st)
+	n, lastID, err := ss.srv.runDML(ss, txn, st)
 	if err != nil {
 		if auto {
-			_ = txn.Rollback()
+			_ = txn.Discard()
+		} else if rerr := txn.RollbackToSavepoint(); rerr != nil {
+			return Result{}, fmt.Errorf("%w (and the transaction could not be put back: %v)", err, rerr)
 		}
 		return Result{}, err
 	}
-	w.applyTo(txn)
-	res := Result{RowsAffected: n}
+	res := Result{RowsAffected: n, LastInsertID: lastID}
 	if auto {
-		if len(txn.Keys()) == 0 {
-			_ = txn.Rollback()
+		if txn.Len() == 0 {
+			_ = txn.Discard()
 			return res, nil
 		}
 		ts, err := txn.Commit()
@@ -169,6 +178,8 @@ func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, error)
 			return Result{}, fmt.Errorf("sqlfront: commit: %w", err)
 		}
 		res.CommitTs = ts
+	} else {
+		txn.ReleaseSavepoint()
 	}
 	return res, nil
 }

@@ -36,7 +36,7 @@ func ReadTable(ctx context.Context, r kvevent.SnapshotReader, db, table string, 
 	if err != nil {
 		return nil, err
 	}
-	ti, err := findTable(ctx, r, dbInfo.ID, table, ts)
+	ti, err := findTable(ctx, r, dbInfo, table, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func ReadTable(ctx context.Context, r kvevent.SnapshotReader, db, table string, 
 		start := tablecodec.EncodeRecordPrefix(nil, phys)
 		kvs, err := r.Scan(ctx, start, tablecodec.PrefixNext(start), ts, 0)
 		if err != nil {
-			return nil, fmt.Errorf("sqlfront: scan %s.%s (physical %d) at %d: %w", db, table, phys, ts, err)
+			return nil, fmt.Errorf("sqlfront: scan %s.%s (physical table %d) at %d: %w", db, table, phys, ts, err)
 		}
 		for _, kv := range kvs {
 			row, err := decodeRow(m, ti, phys, kv.Key, kv.Value)
@@ -83,10 +83,11 @@ func findDB(ctx context.Context, r kvevent.SnapshotReader, name string, ts uint6
 	return nil, fmt.Errorf("sqlfront: database %q does not exist at ts %d", name, ts)
 }
 
-func findTable(ctx context.Context, r kvevent.SnapshotReader, dbID int64, name string, ts uint64) (*model.TableInfo, error) {
+func findTable(ctx context.Context, r kvevent.SnapshotReader, db *model.DBInfo, name string, ts uint64) (*model.TableInfo, error) {
+	dbID := db.ID
 	kvs, err := scanHash(ctx, r, fmt.Sprintf("DB:%d", dbID), ts)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfront: read tables of database %d at %d: %w", dbID, ts, err)
+		return nil, fmt.Errorf("sqlfront: read tables of database %q at %d: %w", db.Name.O, ts, err)
 	}
 	l := lower(name)
 	for _, kv := range kvs {
@@ -103,7 +104,7 @@ func findTable(ctx context.Context, r kvevent.SnapshotReader, dbID int64, name s
 			return ti, nil
 		}
 	}
-	return nil, fmt.Errorf("sqlfront: table %q does not exist in database %d at ts %d", name, dbID, ts)
+	return nil, fmt.Errorf("sqlfront: table %q does not exist in database %q at ts %d", name, db.Name.O, ts)
 }
 
 // hashField extracts the field of a hash data key of hash name.

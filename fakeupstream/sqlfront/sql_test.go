@@ -106,7 +106,9 @@ func TestFailingStatementWritesNothing(t *testing.T) {
 		"CREATE TABLE v (id INT PRIMARY KEY, g INT AS (id + 1))",
 		"SELECT * FROM t",
 		"ALTER TABLE t ADD COLUMN a INT, ADD COLUMN b INT",
-		"UPDATE t SET v = 1 WHERE id IN (1, 2)",
+		// IN lists are supported since S21; an expression on the column
+		// still is not.
+		"UPDATE t SET v = 1 WHERE id + 1 = 2",
 	} {
 		_, err := ss.Exec(context.Background(), q)
 		var ue *UnsupportedError

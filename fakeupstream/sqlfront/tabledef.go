@@ -413,6 +413,9 @@ func addIndex(ti *model.TableInfo, name string, cols []string, unique, primary b
 	default:
 		first.FieldType.AddFlag(mysql.MultipleKeyFlag)
 	}
+	if err := checkIndexable(ti, idx); err != nil {
+		return nil, err
+	}
 	ti.MaxIndexID++
 	idx.ID = ti.MaxIndexID
 	ti.Indices = append(ti.Indices, idx)
