@@ -141,7 +141,6 @@ func (lw *loopWriter) step() error {
 	}
 	n := 1 + lw.rng.Intn(20)
 	b := &apiv1.MutationBatch{SourcePartition: "table:500", SourceEpoch: 1, FirstSeq: lw.seq + 1, SchemaGenerationToken: lw.lin.GetSchemaGenerationToken()}
-	ev := loopEvent{}
 	for i := 0; i < n; i++ {
 		lw.ts++
 		lw.seq++
@@ -166,10 +165,11 @@ func (lw *loopWriter) step() error {
 			}
 		}
 		b.Mutations = append(b.Mutations, &apiv1.Mutation{Seq: lw.seq, CommitTs: lw.ts, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: fmt.Sprint(id), Fields: f})
-		ev.pks = append(ev.pks, fmt.Sprint(id))
+		// One event per mutation: the vector index applies a batch row by
+		// row in ingest order, so a search may see a prefix of a batch
+		// (E70: newer mutations may be visible).
+		lw.hist.add(loopEvent{ts: lw.ts, pks: []string{fmt.Sprint(id)}})
 	}
-	ev.ts = lw.ts
-	lw.hist.add(ev)
 	lw.w.Store(lw.ts)
 	if _, err := lw.e.Ingest(bg, b); err != nil {
 		return err
