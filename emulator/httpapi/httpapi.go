@@ -81,6 +81,9 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Pprof serves /debug/pprof/* (H14); off, those paths are 404.
 	Pprof bool
+	// Board feeds the status page and /v1/status (H15); nil makes one over
+	// Backend and Gatherer that nobody samples (no plot, no adapter).
+	Board *Board
 }
 
 type api struct {
@@ -152,6 +155,10 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Pprof {
 		registerPprof(mux)
 	}
+	if opts.Board == nil {
+		opts.Board = NewBoard(BoardConfig{Backend: opts.Backend, Gatherer: opts.Gatherer})
+	}
+	registerPage(mux, opts.Board)
 	mux.HandleFunc("/", named("unmatched", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &contract.Error{Reason: ReasonNotFound, Field: "path", Actual: r.URL.Path, Message: "no such endpoint"})
 	}))
