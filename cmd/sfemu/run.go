@@ -505,15 +505,23 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	actx := context.WithoutCancel(ctx)
 	// The supervisor restarts the adapter with the new physical tables when
 	// a DDL changes them (TRUNCATE, partition DDLs), so no row is lost.
-	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc}
+	view := newStatusView(up)
+	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap()}
 	sup, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)
 	}
 	defer func() { _ = sup.Close() }()
 	ad := sup.Adapter()
+	view.running(sup, false)
 
-	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry(), Pprof: pprofOn})
+	// The status page's board samples for its plots while the binary runs.
+	board := httpapi.NewBoard(httpapi.BoardConfig{Backend: emu, Provider: view, Gatherer: emu.Registry()})
+	bctx, stopBoard := context.WithCancel(ctx)
+	boardDone := make(chan struct{})
+	go func() { defer close(boardDone); board.Run(bctx) }()
+	defer func() { stopBoard(); <-boardDone }()
+	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry(), Pprof: pprofOn, Board: board})
 	if err != nil {
 		return err
 	}
@@ -608,6 +616,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			if err == nil {
 				err = errors.New("stopped without an error")
 			}
+			view.stopped(err)
 			return fmt.Errorf("adapter stopped: %w", err)
 		case <-hs.Done():
 			return fmt.Errorf("http server stopped: %w", hs.Err())
@@ -620,6 +629,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			// Stop the adapter and start a new one on the same emulator and
 			// schema store: it resumes from the emulator's stored progress
 			// with the next epoch (the upstream keeps running meanwhile).
+			view.setState(httpapi.AdapterRestarting, "restart requested over /admin/restart-adapter")
 			if err := sup.Close(); err != nil {
 				reply <- restartResult{Err: err.Error()}
 				return fmt.Errorf("adapter stopped: %w", err)
@@ -631,6 +641,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			}
 			sup = next
 			ad = sup.Adapter()
+			view.running(sup, true)
 			last, lastAt = ad.RT.Stats(), time.Now()
 			fmt.Fprintf(out, "sfemu: adapter restarted: start-ts=%d epoch=%d\n", ad.RT.StartTs(), ad.Resume.Epoch)
 			reply <- restartResult{StartTs: ad.RT.StartTs(), Epoch: ad.Resume.Epoch}
@@ -644,6 +655,9 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			}
 			st := ad.RT.Stats()
 			fmt.Fprintln(out, statusLine(ctx, up, emu, ad, last, st, now.Sub(lastAt)))
+			if p := adapterProgress(ctx, board, now); p != "" {
+				fmt.Fprintln(out, "sfemu: "+p)
+			}
 			last, lastAt = st, now
 		}
 	}

@@ -88,7 +88,7 @@ function renderCollections(doc) {
     { text: c.schema_version, cls: "num" },
     c.safe_ts,
     { text: secs(c.safe_lag_seconds), cls: "num" },
-    c.applied.map((m) => `${m.modality} ${secs(m.lag_seconds)}`).join(" · "),
+    { text: c.applied.map((m) => `${m.modality} ${secs(m.lag_seconds)}`).join(" · "), cls: "applied" },
   ]));
 }
 
@@ -138,7 +138,8 @@ function plot(id, series, t0, t1, fmt) {
     kids.push(lab);
   }
   const span = svg("text", { x: PAD_L, y: H - 4, "font-size": 10, fill: "#6b7385" });
-  span.textContent = `last ${Math.round((t1 - t0) / 60000)} min`;
+  const spanS = (t1 - t0) / 1000;
+  span.textContent = spanS >= 120 ? `last ${Math.round(spanS / 60)} min` : `last ${Math.round(spanS)} s`;
   kids.push(span);
   series.forEach((s, i) => {
     if (!s.pts.length) return;
@@ -151,8 +152,10 @@ function plot(id, series, t0, t1, fmt) {
 
 function renderPlots(doc) {
   const pts = doc.series.points;
+  // The x axis spans the window, or less while the process is younger
+  // than the window, so a fresh run's plot is not squeezed to the right.
   const t1 = Date.parse(doc.now);
-  const t0 = t1 - doc.series.window_seconds * 1000;
+  const t0 = pts.length ? Math.max(t1 - doc.series.window_seconds * 1000, pts[0].t - 1000) : t1 - 60000;
   plot("plot-rows", [{ name: "rows/s", pts: pts.map((p) => [p.t, p.rows_per_sec]) }], t0, t1, (v) => v.toFixed(0));
   const names = doc.collections.map((c) => c.name);
   const lag = names.map((name) => ({ name, pts: pts.filter((p) => p.safe_lag_seconds && name in p.safe_lag_seconds).map((p) => [p.t, p.safe_lag_seconds[name]]) }));

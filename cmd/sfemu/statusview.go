@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/searchfabric/sfemu/adapter"
+	"github.com/searchfabric/sfemu/emulator/httpapi"
+	"github.com/searchfabric/sfemu/minicdc"
+)
+
+// statusView is the binary's httpapi.StatusProvider: the upstream, the
+// adapter's state as the serve loop drives it, and the DDLs and errors it
+// saw. Status never waits on the adapter: it reads counters and one TSO.
+type statusView struct {
+	up *adapter.Upstream
+
+	mu       sync.Mutex
+	state    string
+	reason   string
+	since    time.Time
+	sup      *adapter.Supervisor
+	restarts int // requested over /admin/restart-adapter
+	ddls     []httpapi.DDLEvent
+	errs     []httpapi.ErrorRow
+	seenTSC  int // table-set restarts already turned into error rows
+}
+
+// Rows of DDLs and errors kept for the page.
+const (
+	viewDDLs   = 20
+	viewErrors = 10
+)
+
+func newStatusView(up *adapter.Upstream) *statusView {
+	return &statusView{up: up, state: httpapi.AdapterStarting, since: time.Now()}
+}
+
+// setState records a state change with its one-line reason.
+func (v *statusView) setState(state, reason string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.state, v.reason, v.since = state, oneLine(reason), time.Now()
+}
+
+// running records the supervisor now running the adapter.
+func (v *statusView) running(sup *adapter.Supervisor, requested bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sup, v.state, v.reason, v.since = sup, httpapi.AdapterStreaming, "", time.Now()
+	if requested {
+		v.restarts++
+	}
+	v.seenTSC = 0
+}
+
+// stopped records the adapter's stop and its error.
+func (v *statusView) stopped(err error) {
+	reason := "stopped without an error"
+	if err != nil {
+		reason = err.Error()
+	}
+	v.setState(httpapi.AdapterStopped, reason)
+	v.addError(time.Now(), "adapter stopped: "+reason)
+}
+
+func (v *statusView) addError(at time.Time, msg string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.errs = append(v.errs, httpapi.ErrorRow{At: at, Message: oneLine(msg)})
+	if len(v.errs) > viewErrors {
+		v.errs = v.errs[len(v.errs)-viewErrors:]
+	}
+}
+
+// tap sees the adapter's DDLs (AdapterConfig.Tap); it never fails.
+func (v *statusView) tap() minicdc.Callback { return ddlTap{v} }
+
+type ddlTap struct{ v *statusView }
+
+func (t ddlTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
+func (t ddlTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
+func (t ddlTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+	e := ev.Event
+	if e == nil {
+		return nil
+	}
+	t.v.mu.Lock()
+	defer t.v.mu.Unlock()
+	t.v.ddls = append(t.v.ddls, httpapi.DDLEvent{Ts: e.FinishedTs, Table: e.SchemaName + "." + e.TableName, Query: oneLine(e.Query)})
+	if len(t.v.ddls) > viewDDLs {
+		t.v.ddls = t.v.ddls[len(t.v.ddls)-viewDDLs:]
+	}
+	return nil
+}
+
+// Status implements httpapi.StatusProvider.
+func (v *statusView) Status(ctx context.Context) httpapi.ProviderStatus {
+	up := &httpapi.UpstreamStatus{Mode: v.up.Mode().String(), Address: strings.Join(v.up.PDAddrs(), ",")}
+	if up.Address == "" {
+		up.Address = "in process"
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if now, err := v.up.CurrentTs(tctx); err == nil {
+		up.CurrentTs = now
+	}
+	cancel()
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := &httpapi.AdapterStatus{State: v.state, Reason: v.reason, Since: v.since, Restarts: v.restarts}
+	if v.sup != nil {
+		tsc := v.sup.Restarts()
+		a.Restarts += len(tsc)
+		for _, r := range tsc[min(v.seenTSC, len(tsc)):] {
+			v.errs = append(v.errs, httpapi.ErrorRow{At: time.Now(), Message: oneLine(fmt.Sprintf("adapter restarted (epoch %d): %v", r.Epoch, r.Change))})
+		}
+		v.seenTSC = len(tsc)
+		if len(v.errs) > viewErrors {
+			v.errs = v.errs[len(v.errs)-viewErrors:]
+		}
+		if cur := v.sup.Adapter(); cur != nil {
+			st := cur.RT.Stats()
+			a.Epoch, a.StartTs, a.CheckpointTs = cur.Resume.Epoch, cur.RT.StartTs(), st.LastCheckpointTs
+			a.Rows, a.DDLs = st.RowsDelivered, st.DDLsDelivered
+			for _, ps := range cur.Bridge.Stats() {
+				a.Buffered += ps.UnsealedRows + ps.SealedRows
+			}
+		}
+	}
+	return httpapi.ProviderStatus{
+		Upstream: up,
+		Adapter:  a,
+		DDLs:     append([]httpapi.DDLEvent(nil), v.ddls...),
+		Errors:   append([]httpapi.ErrorRow(nil), v.errs...),
+	}
+}
+
+// oneLine keeps the first line of s, so a reason fits a table cell.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// adapterProgress is the adapter's progress line (catch-up after a
+// restart, H17) for the terminal, or "" when there is none.
+func adapterProgress(ctx context.Context, b *httpapi.Board, now time.Time) string {
+	doc, err := b.Status(ctx, now)
+	if err != nil || doc.Adapter == nil || doc.Adapter.Progress == nil {
+		return ""
+	}
+	return doc.Adapter.Progress.Line()
+}
