@@ -128,6 +128,9 @@ func (w *workload) step(t *testing.T, ctx context.Context) {
 // transactions over a partitioned table split into many regions (rows of
 // one transaction arrive from several regions, interleaved), then checks
 // every collection against the upstream read by snapshot at a final ts.
+//
+// Rules M45 (the schema store gets its own source), M46 (the one data path),
+// M47 (every partition its own path), M49 (the exact consistency check).
 func TestE2E_CollectionsEqualUpstreamSnapshot(t *testing.T) {
 	testE2ECollections(t, false)
 }

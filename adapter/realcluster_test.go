@@ -40,6 +40,9 @@ import (
 // columns, as TiDB's SQL layer answers them) and with CheckConsistency
 // (every field, rows read by client-go snapshot and decoded with the
 // schema at that ts).
+//
+// Rules SR7 (opt-in, skips saying so), MY-U2 (make realcluster-selftest runs
+// it against sfemu-upstream).
 func TestRealCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
 	pdEnv, dsn := os.Getenv("SFEMU_TIDB_PD"), os.Getenv("SFEMU_TIDB_DSN")
 	if pdEnv == "" || dsn == "" {
@@ -53,6 +56,8 @@ func TestRealCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
 // its PD and TiKV gRPC servers and its MySQL-protocol front
 // (fakeupstream/mysqlfront), so the opt-in test is known to work as
 // written and ConnectUpstream (ModeReal) runs in every `go test`.
+//
+// Rule SR7: the same body in every go test.
 func TestFakeCluster_MirrorEqualsAsOfTimestamp(t *testing.T) {
 	c, err := fakeupstream.New(fakeupstream.Config{Seed: 11, RealClock: true, Feed: cdcfeed.Config{ResolvedTsIntervalMs: 20}})
 	if err != nil {

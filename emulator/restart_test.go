@@ -8,6 +8,8 @@ import (
 
 // E60, E61, E22, E54: close and reopen mid-stream; the state is identical,
 // indexes answer as before, idempotency and stream positions survive.
+//
+// Rule VEC-P1: the vector index is rebuilt from the document store on start.
 func TestRestartRestoresEverythingE60E61(t *testing.T) {
 	dir := t.TempDir()
 	e, err := Open(dir, Options{})

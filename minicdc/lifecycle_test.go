@@ -96,6 +96,7 @@ func TestM1_InvalidConfigClosesDeps(t *testing.T) {
 	}
 }
 
+// Divergence D7: StartTs 0 means now.
 func TestM5_StartTsFromClock(t *testing.T) {
 	h := newHarness()
 	h.prepare(1000, 1)
@@ -124,6 +125,7 @@ func TestM5_StartTsFromClock(t *testing.T) {
 	requireTrigger(t, err, TriggerDependency, 0)
 }
 
+// Divergence D1: a missing dependency is an error value, no registry.
 func TestM7_MissingDependency(t *testing.T) {
 	h := newHarness()
 	h.deps.NewDecoder = nil
@@ -138,6 +140,7 @@ func TestM7_MissingDependency(t *testing.T) {
 	requireTrigger(t, err, TriggerDependency, 0)
 }
 
+// Divergence D1: one active instance per process is our own guard.
 func TestM8_SingleActiveInstance(t *testing.T) {
 	h := newHarness()
 	h.prepare(10, 1)
@@ -176,6 +179,7 @@ func TestM8_SlotReleasedAfterFailedStart(t *testing.T) {
 	}
 }
 
+// Divergence D5: explicit keyspace registration before any schema call.
 func TestM16_RegisterKeyspaceFirst(t *testing.T) {
 	h := newHarness()
 	h.prepare(10, 1)
@@ -189,6 +193,7 @@ func TestM16_RegisterKeyspaceFirst(t *testing.T) {
 	}
 }
 
+// Divergence D2: the runtime pre-gates on the store's state; nothing blocks.
 func TestM16_ReadinessGateBeforeRegisterTable(t *testing.T) {
 	// The store starts behind the start ts and catches up by 1 per poll;
 	// the fake's RegisterTable/GetTableInfo fail if called before it does.
@@ -300,6 +305,9 @@ func TestM18_RowsFlowDuringInitialWait(t *testing.T) {
 	requireTrigger(t, err, TriggerCallback, 1)
 }
 
+// Rules M42 (the first fatal error is the one Close returns; the cancellation
+// it causes is dropped), M44 (what was delivered before it stays, nothing
+// after).
 func TestM41_FatalStopsRuntime(t *testing.T) {
 	h := newHarness()
 	h.prepare(100, 1)

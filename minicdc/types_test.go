@@ -9,6 +9,8 @@ import (
 
 // TestStartConfigValidate has one case per StartConfig rule
 // (specs/minicdc.md, startup validation) and asserts the *ConfigError field.
+//
+// Rules M2 (DDLPollLimit), M3 (TableIDs), M4 (NextGen needs a keyspace).
 func TestStartConfigValidate(t *testing.T) {
 	valid := func() StartConfig {
 		return StartConfig{StartTs: 100, TableIDs: []int64{101, 102}, DDLPollLimit: 32}
@@ -51,6 +53,7 @@ func TestStartConfigValidate(t *testing.T) {
 	}
 }
 
+// Rule M3: a duplicate names the index of the first occurrence.
 func TestStartConfigDuplicateNamesFirstIndex(t *testing.T) {
 	c := StartConfig{TableIDs: []int64{5, 6, 5}, DDLPollLimit: 1}
 	var ce *ConfigError

@@ -15,6 +15,8 @@ import (
 // TestRowDocumentEqualsRowPath: RowDocument yields exactly the key and
 // fields the row path ingests for the same image (the consistency check
 // relies on it).
+//
+// Rule N38.
 func TestRowDocumentEqualsRowPath(t *testing.T) {
 	ti := intPKTable(42, "items",
 		colDef{name: "f", tp: mysql.TypeFloat},

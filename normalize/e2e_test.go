@@ -78,6 +78,9 @@ func vals(title string, n int64) map[string]value.Datum {
 // the real mounter, the bridge and the real emulator (persisted in a temp
 // dir), with a restart in the middle, and compares the final documents with
 // the reference.
+//
+// Rule N24: the safe_ts checked here is what the emulator derived from the
+// partitions' progress; the bridge's Sink has no call that writes it.
 func TestE2EScriptedThroughEmulator(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

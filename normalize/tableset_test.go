@@ -40,6 +40,10 @@ func twoCollections(t *testing.T) (*harness, *model.TableInfo) {
 // the definition with the new partition (ADDITIVE), flushes and advances
 // every partition to the DDL's ts, processes the rest of the FinishedTs
 // group, and reports the change at the next later callback.
+//
+// Rules N32 (the added partition gets no rows in this run: the run stops),
+// N36 (the TableSetChangedError's fields), N37 (the restart at T with the
+// next epoch).
 func TestN34AddPartitionMapsItAndN35ReportsAfterTheGroup(t *testing.T) {
 	h, events := twoCollections(t)
 	h.upsert(42, 110, row(1, "a", 0))

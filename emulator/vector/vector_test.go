@@ -80,6 +80,8 @@ func bruteForce(m Metric, data map[string][]float32, q []float32, k int, filter 
 
 // Rules VEC-S1, VEC-M1, VEC-M2: exact search equals brute force for both metrics
 // through a seeded random sequence of upserts, replacements and deletes.
+//
+// Rule VEC-S3: filtered exact searches equal the filtered brute force.
 func TestExactMatchesBruteForce(t *testing.T) {
 	s := seed(t)
 	for _, m := range []Metric{Cosine, L2} {
@@ -163,6 +165,8 @@ func TestTiesByPK(t *testing.T) {
 }
 
 // Rule VEC-E1: bad input errors name the problem.
+//
+// Rule VEC-M3: a NaN component is rejected naming its index.
 func TestBadInput(t *testing.T) {
 	_, err := New(0, Cosine)
 	require.ErrorContains(t, err, "dimension must be positive, got 0")
@@ -270,6 +274,9 @@ func TestHNSWRecall(t *testing.T) {
 // Rules VEC-H2, VEC-H3: with the graph active, deleted and replaced vectors are
 // never returned, replacements are found at their new position, the graph
 // is rebuilt when tombstones pile up, and dropped below half the threshold.
+//
+// Rule VEC-S3: a filter too selective for the graph window falls back to the
+// exact scan.
 func TestHNSWDeletesAndReplacements(t *testing.T) {
 	s := seed(t)
 	r := rand.New(rand.NewSource(s))

@@ -250,6 +250,9 @@ func TestClientGoStoreDown(t *testing.T) {
 
 // TestTxnKVClient: txnkv.NewClient given only the PD address (what a user
 // of client-go writes) starts against the fake and reads a row. (G3, G26)
+//
+// Rule G17: txnkv.NewClient syncs etcd members from the PD address at start;
+// it fails without MemberList.
 func TestTxnKVClient(t *testing.T) {
 	c, s := startCluster(t, fakeupstream.Config{Seed: 15, Stores: 2})
 	_, tid := sqlTable(t, c, 2)

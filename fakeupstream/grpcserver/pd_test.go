@@ -21,6 +21,9 @@ import (
 
 // TestPDClientAcceptance: the real pd client connects and reads cluster
 // id, TSO, regions, stores and GC safe points. (G1, G11-G15, G20-G24)
+//
+// Rule G16: GetRegion, GetPrevRegion and GetRegionByID go through the pinned
+// client's QueryRegion stream (a missing id is absent: nil).
 func TestPDClientAcceptance(t *testing.T) {
 	c, s := startCluster(t, fakeupstream.Config{Seed: 1, Stores: 3})
 	cli := newPDClient(t, s)

@@ -197,6 +197,10 @@ func TestGCOverPD(t *testing.T) {
 
 // P10, P11: snapshot reads through client-go equal the cluster's MVCC at
 // the same ts across regions; an abandoned lock is resolved.
+//
+// Rule P12: OpenKVStore probes PD's GC states API, which the fake serves, and
+// client-go resolves locks with the txn safe point read there (the etcd
+// fallback stays untested, as the rule says).
 func TestKVStoreSnapshotAndLocks(t *testing.T) {
 	c, _, cli := start(t)
 	ctx := testCtx(t)

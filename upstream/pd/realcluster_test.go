@@ -71,6 +71,8 @@ func (r *rawRecorder) AdvanceResolvedTs(ts uint64) {
 	r.resolved = ts
 }
 
+// Rule MY-U2: make realcluster-selftest runs this test against
+// sfemu-upstream, reached only from outside.
 func TestRealClusterFollowsTable(t *testing.T) {
 	pdAddrs, dsn := realCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -13,6 +13,7 @@ import (
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 )
 
+// Rule SS1: every call before RegisterKeyspace is ErrNotRegistered.
 func TestCallsBeforeRegisterKeyspaceFail(t *testing.T) {
 	s, err := New(Config{Dir: t.TempDir()})
 	if err != nil {
@@ -35,6 +36,9 @@ func TestCallsBeforeRegisterKeyspaceFail(t *testing.T) {
 	}
 }
 
+// Rules SS10 (start below the safe point is a GCError naming both; 0 takes the
+// safe point), SS12 (the snapshot ts is the GC and resolved ts), SS13 (no
+// tidb_ddl_job layout is a startup error), SS1 (RegisterKeyspace only once).
 func TestRegisterKeyspaceErrors(t *testing.T) {
 	f := newFakeSnapshot()
 	f.withSystemTables(t, nil)
@@ -71,6 +75,7 @@ func TestRegisterKeyspaceErrors(t *testing.T) {
 	}
 }
 
+// Rule SS11: meta keys carry the keyspace prefix in next-gen mode.
 func TestNextGenKeyspacePrefix(t *testing.T) {
 	const ks = 0x0a0b0c
 	prefix := []byte{'x', 0x0a, 0x0b, 0x0c}
@@ -103,6 +108,7 @@ func TestNextGenKeyspacePrefix(t *testing.T) {
 	}
 }
 
+// Rule SS2: when the registration context ends every call returns ErrStopped.
 func TestContextEndStopsStore(t *testing.T) {
 	e := baseEnv(t)
 	e.cancel()
@@ -119,6 +125,7 @@ func TestContextEndStopsStore(t *testing.T) {
 	}
 }
 
+// Rules SS30 (newest version <= ts), SS42 (ErrNotReady, Temporary, never blocks).
 func TestLookupBoundaries(t *testing.T) {
 	e := baseEnv(t)
 	e.apply(2000, withTable(job(1, model.ActionAddColumn, 10, 20, 2), tbl(20, "t", 3)))
@@ -207,6 +214,8 @@ func TestFetchLimitAndCursor(t *testing.T) {
 	}
 }
 
+// Rules SS60, SS41 (RegisterTable below the GC ts names both), SS30 (ErrBelowGC,
+// ErrDropped).
 func TestGCRetention(t *testing.T) {
 	e := baseEnv(t)
 	e.apply(1100, withTable(job(1, model.ActionAddColumn, 10, 20, 2), tbl(20, "t", 3)))

@@ -25,6 +25,9 @@ func baseEnv(t testing.TB) *env {
 	})
 }
 
+// Rules SS11 (tables from the DB hashes), SS12, SS13 (system schemas skipped),
+// SS31 (partition ids map to the logical table), SS43 (MaxEventTs 0 for
+// untouched tables).
 func TestSnapshotContents(t *testing.T) {
 	e := baseEnv(t)
 	if e.info(20, snapTs).Name.O != "t" || e.info(31, snapTs).ID != 30 || e.info(33, snapTs).ID != 30 {
@@ -46,6 +49,7 @@ func TestSnapshotContents(t *testing.T) {
 	}
 }
 
+// Rule SS35 (views add no data span).
 func TestCreateDropSchemaAndTables(t *testing.T) {
 	e := baseEnv(t)
 	cs := job(1, model.ActionCreateSchema, 12, 0, 2)
@@ -95,6 +99,7 @@ func TestCreateDropSchemaAndTables(t *testing.T) {
 	}
 }
 
+// Rule SS33.
 func TestRenameAcrossSchemasAndRenameTables(t *testing.T) {
 	e := baseEnv(t)
 	// RENAME TABLE db.t TO other.t2: schema_id is the new schema
@@ -135,6 +140,7 @@ func TestRenameAcrossSchemasAndRenameTables(t *testing.T) {
 	}
 }
 
+// Rules SS31 (partition DDLs by diffing physical ids), SS34 (exchange partition).
 func TestPartitionDDLs(t *testing.T) {
 	e := baseEnv(t)
 	// drop partition 32
@@ -195,6 +201,7 @@ func TestPartitionDDLs(t *testing.T) {
 	}
 }
 
+// Rules SS32 (truncate), SS30, SS35 (recover adds), SS43 (MaxEventTs).
 func TestTruncateRecoverAndAlters(t *testing.T) {
 	e := baseEnv(t)
 	e.apply(1100, withTable(job(1, model.ActionAddColumn, 10, 20, 2), tbl(20, "t", 3)))
@@ -224,6 +231,8 @@ func TestTruncateRecoverAndAlters(t *testing.T) {
 
 // TestSkipRules: schema version 0, non-Done states, deletes, system schemas,
 // no-op action types, unknown types and duplicate creates produce no event.
+//
+// Rules SS15 (only Put, only Done), SS16 (schema version 0 skipped), SS20, SS21.
 func TestSkipRules(t *testing.T) {
 	e := baseEnv(t)
 	v0 := withTable(job(1, model.ActionAddColumn, 10, 20, 0), tbl(20, "t", 9))
@@ -258,6 +267,8 @@ func TestSkipRules(t *testing.T) {
 // TestDuplicateAndOutOfOrderDelivery: the same job delivered twice before
 // and after it is applied yields one event; jobs delivered out of commit
 // order are applied in (commit ts, schema version) order.
+//
+// Rules SS17, SS18 (re-delivery of an applied job is skipped).
 func TestDuplicateAndOutOfOrderDelivery(t *testing.T) {
 	e := baseEnv(t)
 	a := withTable(job(1, model.ActionAddColumn, 10, 20, 2), tbl(20, "t", 3))
@@ -283,6 +294,8 @@ func TestDuplicateAndOutOfOrderDelivery(t *testing.T) {
 
 // TestSameTsOrderedBySchemaVersion: jobs sharing a commit ts apply in
 // schema version order whatever the delivery order.
+//
+// Rules SS17, SS18 (the divergence: two jobs at one commit ts both apply).
 func TestSameTsOrderedBySchemaVersion(t *testing.T) {
 	e := baseEnv(t)
 	first := withTable(job(7, model.ActionAddColumn, 10, 20, 5), tbl(20, "t", 3))
@@ -300,6 +313,8 @@ func TestSameTsOrderedBySchemaVersion(t *testing.T) {
 
 // TestLateUnappliedJobIsFatal: a Done job at or below the resolved ts that
 // was never applied means the DDL stream lost an entry: the store stops.
+//
+// Rules SS18 (a lost job is fatal), SS19 (every later call returns the error).
 func TestLateUnappliedJobIsFatal(t *testing.T) {
 	e := baseEnv(t)
 	e.resolve(1200)
@@ -315,6 +330,8 @@ func TestLateUnappliedJobIsFatal(t *testing.T) {
 
 // TestInconsistentJobIsFatal: a DDL on a table the history does not know
 // stops the store with an error naming the job.
+//
+// Rule SS19: the error names the job; the resolved ts does not move past it.
 func TestInconsistentJobIsFatal(t *testing.T) {
 	e := baseEnv(t)
 	e.deliver(1100, withTable(job(77, model.ActionAddColumn, 10, 555, 2), tbl(555, "ghost", 1)))
@@ -329,6 +346,8 @@ func TestInconsistentJobIsFatal(t *testing.T) {
 }
 
 // TestMalformedJobRow: undecodable job JSON stops the store with the job id.
+//
+// Rule SS19.
 func TestMalformedJobRow(t *testing.T) {
 	e := baseEnv(t)
 	k, v := jobRowJSON(t, e.jobTable, 4242, []byte(`{"id": 4242, "type": "x"}`))

@@ -39,6 +39,8 @@ func (e *env) openErr() error {
 	return err
 }
 
+// Rules SS55 (no snapshot on restart, resubscribe from the persisted resolved
+// ts, unresolved jobs come again), SS14 (the job table layout is persisted).
 func TestRestartResumesFromPersistedState(t *testing.T) {
 	e := baseEnv(t)
 	sampleHistory(e)
@@ -78,6 +80,7 @@ func TestRestartResumesFromPersistedState(t *testing.T) {
 	}
 }
 
+// Rule SS55: a persisted resolved ts below the safe point is a GCError.
 func TestResumeBelowGCSafePoint(t *testing.T) {
 	e := baseEnv(t)
 	e.resolve(1500)
@@ -94,6 +97,7 @@ func TestResumeBelowGCSafePoint(t *testing.T) {
 	}
 }
 
+// Rules SS50 (one file per keyspace), SS54 (open verifies the keyspace).
 func TestWrongKeyspaceFileRejected(t *testing.T) {
 	e := baseEnv(t)
 	e.closeStore()
@@ -123,6 +127,10 @@ func (e *env) mutateBolt(fn func(tx *bolt.Tx) error) {
 	}
 }
 
+// Rules SS53 (checksums, record counts), SS54.
+//
+// Rule SS51: the records live in the buckets named there (dbs, versions,
+// tinfo, events, meta).
 func TestCorruptStoreDetectedAtOpen(t *testing.T) {
 	cases := []struct {
 		name string
@@ -176,6 +184,7 @@ func TestCorruptStoreDetectedAtOpen(t *testing.T) {
 	}
 }
 
+// Rules SS53, SS54.
 func TestCorruptFileBytes(t *testing.T) {
 	t.Run("meta pages overwritten", func(t *testing.T) {
 		e := baseEnv(t)
@@ -234,6 +243,9 @@ func TestCorruptFileBytes(t *testing.T) {
 
 // TestWriteErrorsPropagate: a failed commit stops the store; the resolved
 // ts does not move and every call returns the write error.
+//
+// Rules SS52, SS19, minicdc divergence D3 (write errors propagate), SS45 (a batch that failed to persist never becomes
+// visible: the resolved ts is not published).
 func TestWriteErrorsPropagate(t *testing.T) {
 	e := baseEnv(t)
 	boom := errors.New("disk full")
@@ -273,6 +285,8 @@ func TestWriteErrorsPropagate(t *testing.T) {
 
 // TestFailedCreationLeavesNoStore: a fresh store whose first write fails is
 // not half-created: the next open takes the snapshot again.
+//
+// Rule SS53: creation is one transaction.
 func TestFailedCreationLeavesNoStore(t *testing.T) {
 	f := newFakeSnapshot()
 	f.withSystemTables(t, nil)

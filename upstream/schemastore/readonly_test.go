@@ -54,6 +54,9 @@ func TestMutatingReturnedValuesCannotCorruptStore(t *testing.T) {
 
 // TestConcurrentLookupsDuringIngestion exercises the locking under -race:
 // readers poll while DDLs are applied and persisted.
+//
+// Rule SS45: readers at the published resolved ts always find the versions
+// applied (and persisted) below it while newer ones are being applied.
 func TestConcurrentLookupsDuringIngestion(t *testing.T) {
 	e := baseEnv(t)
 	var wg sync.WaitGroup

@@ -48,6 +48,9 @@ func (e *env) deliverRaw(commitTs uint64, jobID int64, meta []byte) {
 // database, create tables, add/drop column, add index, rename, truncate,
 // create partitioned, add partition, drop, create) through tidb_ddl_job rows
 // and checks the history at boundary timestamps and the events' metadata.
+//
+// Rules SS16 (FinishedTs = the row's commit ts), SS30, SS32, SS36 (drop events
+// carry no TableInfo), SS43, SS55 (restart reads nothing upstream).
 func TestServerDDLSequence(t *testing.T) {
 	jobs := serverJobs(t)
 	e := newEnv(t, nil)
@@ -166,6 +169,8 @@ func TestServerDDLSequence(t *testing.T) {
 // TestServerHistoryRowsFollowHistory feeds the real tidb_ddl_history row
 // bytes (row format v2 written by TiDB) to the history-span consumer: only
 // CreateTable/CreateTables in state Synced are taken from it.
+//
+// Rules SS3, SS15 (from the history span only CreateTable/CreateTables).
 func TestServerHistoryRowsFollowHistory(t *testing.T) {
 	f := newFakeSnapshot()
 	f.withSystemTables(t, nil)

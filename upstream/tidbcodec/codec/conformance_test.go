@@ -21,6 +21,8 @@ func mustHex(t *testing.T, s string) []byte {
 }
 
 // Every codec vector of tidb-vectors.jsonl (rules K2, K3, K5, K7, K8).
+//
+// Rule K1: every datum's flag byte equals TiDB's.
 func TestReferenceVectors(t *testing.T) {
 	n := 0
 	for _, r := range golden.Lines(t, "reference/tidb-vectors.jsonl") {
@@ -192,6 +194,9 @@ func TestDatumFormsTable(t *testing.T) {
 }
 
 // Errors carry offsets and say what was wrong.
+//
+// Rules K1 (an unknown flag fails at offset 0), K6 (compact bytes longer than
+// the input).
 func TestDecodeErrors(t *testing.T) {
 	cases := []struct {
 		in     string
@@ -225,6 +230,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// Rule K11.
 func TestSortKey(t *testing.T) {
 	for _, c := range []struct{ coll, in, out string }{
 		{"utf8mb4_bin", "abc  ", "abc"}, {"binary", "abc ", "abc "}, {"utf8mb4_0900_bin", "a ", "a "},

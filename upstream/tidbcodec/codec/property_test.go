@@ -114,6 +114,8 @@ func TestPropertyNumbers(t *testing.T) {
 
 // Memcomparable bytes round-trip, order like the raw bytes, concatenate
 // safely, and the desc form reverses the order (rule K5).
+//
+// Rule K6: compact bytes round-trip.
 func TestPropertyBytes(t *testing.T) {
 	r := newRand(t)
 	buf := make([]byte, 0, 64)

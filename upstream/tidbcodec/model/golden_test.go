@@ -251,6 +251,8 @@ var knownTables = map[string]*expectTable{
 	"mysql.tidb_ddl_history": {handleKind: HandleInt, handle: []string{"job_id"}},
 }
 
+// Rules SM1 (checkTagsAgree), SM2 (Raw keeps the input), SM4 (handle columns),
+// SM6 (PhysicalIDs), SM7 (IsVirtualGenerated), all through checkTable.
 func TestGoldenModelTableInfo(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-golden.jsonl", "model_table_info") {
 		name := str(t, rec["name"])
@@ -266,6 +268,7 @@ func TestGoldenModelTableInfo(t *testing.T) {
 	}
 }
 
+// Rules SM1, SM2, SM4, SM6, SM7 on the real server's TableInfos (checkTable).
 func TestGoldenServerTableInfo(t *testing.T) {
 	sawJobTable := false
 	for _, rec := range goldenRecords(t, "tidb-server-capture.jsonl", "server_table_info") {
@@ -301,6 +304,7 @@ func TestGoldenServerTableInfo(t *testing.T) {
 	}
 }
 
+// Rule SM1.
 func TestGoldenDBInfo(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-golden.jsonl", "model_db_info") {
 		d, err := ParseDBInfo(rec["json"])
@@ -355,6 +359,7 @@ func TestGoldenFieldTypes(t *testing.T) {
 	}
 }
 
+// Rule SM1.
 func TestGoldenModelJobs(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-golden.jsonl", "model_job") {
 		name := str(t, rec["name"])
@@ -402,6 +407,7 @@ func TestGoldenModelJobs(t *testing.T) {
 	}
 }
 
+// Rules SM1, SM4, SM6.
 func TestGoldenServerDDLHistory(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-server-capture.jsonl", "server_ddl_history") {
 		name := str(t, rec["name"])

@@ -9,6 +9,7 @@ import (
 	"testing"
 )
 
+// Rule SM3: the error names the job id, the byte offset and the field path.
 func TestParseJobErrorsNameJobAndPlace(t *testing.T) {
 	cases := []struct {
 		name, in string
@@ -38,6 +39,7 @@ func TestParseJobErrorsNameJobAndPlace(t *testing.T) {
 	}
 }
 
+// Rule SM3.
 func TestParseTableInfoErrors(t *testing.T) {
 	_, err := ParseTableInfo([]byte(`{"id": 1, "cols": [{"id": "x"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "cols.id") || !strings.Contains(err.Error(), "table info") {
@@ -48,6 +50,7 @@ func TestParseTableInfoErrors(t *testing.T) {
 	}
 }
 
+// Rule SM2: unknown keys are ignored and kept in Raw.
 func TestUnknownFieldsIgnored(t *testing.T) {
 	ti, err := ParseTableInfo([]byte(`{"id": 5, "future_field": {"x": [1]}, "cols": [], "name": {"O":"A","L":"a"}}`))
 	if err != nil || ti.ID != 5 || ti.Name.L != "a" || !strings.Contains(string(ti.Raw), "future_field") {
@@ -59,6 +62,7 @@ func TestUnknownFieldsIgnored(t *testing.T) {
 	}
 }
 
+// Rule SM5.
 func TestColumnByIDSparseAndDense(t *testing.T) {
 	dense := &TableInfo{Columns: []*ColumnInfo{{ID: 1}, {ID: 2}, {ID: 4}}}
 	sparse := &TableInfo{Columns: []*ColumnInfo{{ID: 1}, {ID: 1 << 40}, {ID: 3}}}
@@ -79,6 +83,7 @@ func TestColumnByIDSparseAndDense(t *testing.T) {
 	}
 }
 
+// Rule SM5: the lazily built index is published atomically (-race).
 func TestColumnByIDConcurrent(t *testing.T) {
 	ti := &TableInfo{}
 	for i := 1; i <= 50; i++ {
@@ -123,6 +128,7 @@ func TestCloneSharesNothing(t *testing.T) {
 	}
 }
 
+// Rule SM4: inconsistent TableInfos are errors; no handle column means _tidb_rowid.
 func TestHandleColumnsErrors(t *testing.T) {
 	ti := &TableInfo{ID: 3, PKIsHandle: true, Columns: []*ColumnInfo{{ID: 1}}}
 	if _, err := ti.HandleColumns(); err == nil {
@@ -154,6 +160,8 @@ func TestEnumNames(t *testing.T) {
 // TestCloneIsDeep fills every exported field of a TableInfo (through
 // reflection, so a field added later without Clone support fails here) and
 // checks the clone is equal and shares no mutable memory.
+//
+// Rule SM5: Clone shares no mutable memory, field by field.
 func TestCloneIsDeep(t *testing.T) {
 	for _, rec := range goldenRecords(t, "tidb-golden.jsonl", "model_table_info") {
 		ti, err := ParseTableInfo(rec["json"])

@@ -28,6 +28,8 @@ func mustHex(t *testing.T, s string) []byte {
 
 // Golden "record_key": encode → key bytes and comparable bytes; decode →
 // table id and handle (rules K13, K14, K18).
+//
+// Rule K12: layout and the quick IsRecordKey/IsIndexKey tests on golden keys.
 func TestGoldenRecordKeys(t *testing.T) {
 	for _, r := range golden.OfKind(t, goldenFile, "record_key") {
 		var g struct {
@@ -348,6 +350,7 @@ func TestServerCaptureKeys(t *testing.T) {
 	}
 }
 
+// Rule K16.
 func TestKeyspace(t *testing.T) {
 	// Facts §3.5: keyspace 271828 = 0x0425D4.
 	p := AppendKeyspacePrefix(nil, 271828)

@@ -292,6 +292,8 @@ func TestReferenceVectors(t *testing.T) {
 
 // Canonical text of values as the real tidb-server returned them over SQL
 // (tidb-server-capture.jsonl, table t_renamed rows -1, 1 and MaxInt64).
+//
+// Rule V3: float text (exponent form, float32 digits) as the server showed it.
 func TestCanonicalTextMatchesServerCapture(t *testing.T) {
 	vec := func(fs ...float32) Datum {
 		b, err := AppendVectorFloat32(nil, fs)
