@@ -6,7 +6,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/searchfabric/sfemu/fakeupstream"
-	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
@@ -49,7 +48,7 @@ type keyRange struct{ start, end []byte }
 // eachRow calls fn for every row the plan reaches (visible to txn, own
 // writes included), stopping at fn's first error.
 func (s *Server) eachRow(txn *fakeupstream.Txn, ti *model.TableInfo, p *accessPlan, fn func(*row) error) error {
-	m := mounter.New(mounter.Config{})
+	m := s.m
 	get := func(phys int64, h tablecodec.Handle) error {
 		key := tablecodec.EncodeRecordKey(nil, phys, h)
 		v, err := txn.Get(key)

@@ -153,7 +153,7 @@ func (s *Server) insertRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row, r
 		if !replace {
 			return 0, fmt.Errorf("%w of table %q", ErrDuplicateKey, ti.Name.O)
 		}
-		or, err := decodeRow(newMounter(), ti, r.physID, r.key, old)
+		or, err := decodeRow(s.m, ti, r.physID, r.key, old)
 		if err != nil {
 			return 0, err
 		}
@@ -210,7 +210,7 @@ func (s *Server) holder(txn *fakeupstream.Txn, ti *model.TableInfo, kv indexKV, 
 	if rv == nil {
 		return nil, fmt.Errorf("sqlfront: index entry %x of table %q points at row %x, which does not exist", kv.key, ti.Name.O, key)
 	}
-	return decodeRow(newMounter(), ti, phys, key, rv)
+	return decodeRow(s.m, ti, phys, key, rv)
 }
 
 // rowIndexKVs are r's entries of every stored index, in storedIndexes
@@ -555,17 +555,20 @@ func (s *Server) updateRow(txn *fakeupstream.Txn, ti *model.TableInfo, r, nr *ro
 		}
 		txn.Delete(r.key)
 	}
-	oldKVs, err := s.rowIndexKVs(ti, r)
-	if err != nil {
-		return err
-	}
-	newKVs, err := s.rowIndexKVs(ti, nr)
-	if err != nil {
-		return err
-	}
+	moved := !bytes.Equal(nr.key, r.key)
 	idxs := storedIndexes(ti)
-	for i := range newKVs {
-		o, n := oldKVs[i], newKVs[i]
+	for i, idx := range idxs {
+		if !moved && sameIndexValues(idx, r.datums, nr.datums) {
+			continue // untouched: TiDB writes nothing for it
+		}
+		o, err := s.encodeIndexKV(ti, idx, r.physID, r.datums, r.handle)
+		if err != nil {
+			return err
+		}
+		n, err := s.encodeIndexKV(ti, idx, nr.physID, nr.datums, nr.handle)
+		if err != nil {
+			return err
+		}
 		if bytes.Equal(o.key, n.key) && bytes.Equal(o.value, n.value) {
 			continue // untouched: TiDB writes nothing for it
 		}
@@ -584,6 +587,16 @@ func (s *Server) updateRow(txn *fakeupstream.Txn, ti *model.TableInfo, r, nr *ro
 		txn.Set(n.key, n.value)
 	}
 	return s.writeRow(txn, ti, nr)
+}
+
+// sameIndexValues: idx's columns hold the same datums in a and b.
+func sameIndexValues(idx *model.IndexInfo, a, b []value.Datum) bool {
+	for _, ic := range idx.Columns {
+		if !a[ic.Offset].Equal(&b[ic.Offset]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) delete(txn *fakeupstream.Txn, e *tableEntry, where ast.ExprNode) (int, error) {

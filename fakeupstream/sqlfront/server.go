@@ -31,6 +31,9 @@ type Server struct {
 	enc     rowcodec.Encoder
 	// clockMs gives create_time for history rows (the cluster clock).
 	clockMs func() int64
+	// m decodes rows for DML (used under mu; one mounter keeps its
+	// per-table decoders and key slab across statements).
+	m *mounter.Mounter
 }
 
 // ErrDuplicateKey is the error (wrapped with the table and row) of an
@@ -75,6 +78,7 @@ func newServer(cluster *fakeupstream.Cluster) *Server {
 			autoLimit: map[int64]int64{},
 		},
 		clockMs: cluster.NowMs,
+		m:       newMounter(),
 	}
 }
 
