@@ -655,7 +655,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			}
 			st := ad.RT.Stats()
 			fmt.Fprintln(out, statusLine(ctx, up, emu, ad, last, st, now.Sub(lastAt)))
-			if p := adapterProgress(ctx, board, now); p != "" {
+			for _, p := range progressLines(ctx, board, now) {
 				fmt.Fprintln(out, "sfemu: "+p)
 			}
 			last, lastAt = st, now

@@ -145,12 +145,21 @@ func oneLine(s string) string {
 	return s
 }
 
-// adapterProgress is the adapter's progress line (catch-up after a
-// restart, H17) for the terminal, or "" when there is none.
-func adapterProgress(ctx context.Context, b *httpapi.Board, now time.Time) string {
+// progressLines are the terminal's progress lines (H17): the adapter's
+// catch-up after a restart and each collection's rebuild, while they last.
+func progressLines(ctx context.Context, b *httpapi.Board, now time.Time) []string {
 	doc, err := b.Status(ctx, now)
-	if err != nil || doc.Adapter == nil || doc.Adapter.Progress == nil {
-		return ""
+	if err != nil {
+		return nil
 	}
-	return doc.Adapter.Progress.Line()
+	var out []string
+	if doc.Adapter != nil && doc.Adapter.Progress != nil {
+		out = append(out, doc.Adapter.Progress.Line())
+	}
+	for _, c := range doc.Collections {
+		if c.Rebuild != nil {
+			out = append(out, c.Name+": "+c.Rebuild.Line())
+		}
+	}
+	return out
 }

@@ -123,6 +123,9 @@ type CollectionRow struct {
 	SafeTs        uint64       `json:"safe_ts,string"`
 	SafeLag       *float64     `json:"safe_lag_seconds,omitempty"` // absent while safe_ts is undefined
 	Applied       []AppliedRow `json:"applied"`
+	// Rebuild is a generation being built beside the serving one (E58),
+	// in percent of the documents re-indexed.
+	Rebuild *Progress `json:"rebuild,omitempty"`
 }
 
 // AppliedRow is one modality's applied_ts.
@@ -183,6 +186,31 @@ type Board struct {
 	lineage map[string]lineageKey // last lineage seen per collection
 	ddls    []DDLRow              // oldest first, at most MaxDDLs
 	catch   catchUp
+	rebuild map[string]*rebuildRate // per collection
+}
+
+// rebuildRate follows one rebuild's percent between samples.
+type rebuildRate struct {
+	generation uint64
+	at         time.Time
+	percent    float64
+	rate       float64 // percent per second, smoothed
+}
+
+func (r *rebuildRate) observe(gen uint64, pct float64, now time.Time) {
+	if gen != r.generation {
+		*r = rebuildRate{generation: gen, at: now, percent: pct}
+		return
+	}
+	if dt := now.Sub(r.at).Seconds(); dt > 0 && pct >= r.percent {
+		x := (pct - r.percent) / dt
+		if r.rate == 0 {
+			r.rate = x
+		} else {
+			r.rate = 0.7*r.rate + 0.3*x
+		}
+	}
+	r.at, r.percent = now, pct
 }
 
 type lineageKey struct{ version, ddlTs, generation uint64 }
@@ -199,7 +227,7 @@ func NewBoard(cfg BoardConfig) *Board {
 		cfg.MaxDDLs = 20
 	}
 	n := int(cfg.Window/cfg.Every) + 2
-	return &Board{cfg: cfg, ring: NewRing(n), lineage: map[string]lineageKey{}}
+	return &Board{cfg: cfg, ring: NewRing(n), lineage: map[string]lineageKey{}, rebuild: map[string]*rebuildRate{}}
 }
 
 // Run samples every cfg.Every until ctx ends.
@@ -238,6 +266,19 @@ func (b *Board) Sample(ctx context.Context, now time.Time) error {
 	defer b.mu.Unlock()
 	b.ring.Add(s)
 	b.noteLineage(list.GetCollections(), now)
+	for _, c := range list.GetCollections() {
+		name, rb := c.GetDefinition().GetName(), c.GetRebuild()
+		if rb == nil {
+			delete(b.rebuild, name)
+			continue
+		}
+		r := b.rebuild[name]
+		if r == nil {
+			r = &rebuildRate{}
+			b.rebuild[name] = r
+		}
+		r.observe(rb.GetGeneration(), float64(rb.GetPercent()), now)
+	}
 	if a := ps.Adapter; a != nil {
 		b.catch.observe(a.Epoch, a.StartTs, a.CheckpointTs, upTs, now)
 	}
@@ -314,6 +355,21 @@ func (b *Board) Status(ctx context.Context, now time.Time) (*StatusDoc, error) {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, c := range list.GetCollections() {
+		rb := c.GetRebuild()
+		if rb == nil {
+			continue
+		}
+		rate := 0.0
+		if r := b.rebuild[c.GetDefinition().GetName()]; r != nil && r.generation == rb.GetGeneration() {
+			rate = r.rate
+		}
+		for j := range doc.Collections {
+			if doc.Collections[j].Name == c.GetDefinition().GetName() {
+				doc.Collections[j].Rebuild = NewProgress(fmt.Sprintf("rebuild of generation %d (serving %d)", rb.GetGeneration(), rb.GetServingGeneration()), "%", float64(rb.GetPercent()), 100, rate)
+			}
+		}
+	}
 	doc.Series = Series{WindowSeconds: b.cfg.Window.Seconds(), EverySeconds: b.cfg.Every.Seconds(), Points: b.ring.Points(now, b.cfg.Window)}
 	if doc.Series.Points == nil {
 		doc.Series.Points = []Point{}
@@ -426,8 +482,11 @@ func (p *Progress) Line() string {
 }
 
 func fmtAmount(v float64, unit string) string {
-	if unit == "s" {
+	switch unit {
+	case "s":
 		return fmt.Sprintf("%.1fs", v)
+	case "%":
+		return fmt.Sprintf("%.0f%%", v)
 	}
 	return fmt.Sprintf("%.0f %s", v, unit)
 }

@@ -216,3 +216,27 @@ func TestStatusPageServed(t *testing.T) {
 		return nil
 	}))
 }
+
+// H17: a rebuild beside the serving generation (E58) shows as progress on
+// its collection, with the rate across samples.
+func TestBoardRebuildProgress(t *testing.T) {
+	ctx := context.Background()
+	be := &statusBackend{fakeBackend: &fakeBackend{}}
+	c := collection("demo.products", 10, ts(t0), 2, ts(t0), apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL)
+	c.Rebuild = &apiv1.RebuildStatus{Generation: 3, ServingGeneration: 2, Percent: 10}
+	be.cols = []*apiv1.CollectionStatus{c}
+	b := NewBoard(BoardConfig{Backend: be})
+	require.NoError(t, b.Sample(ctx, t0))
+	be.set(func() { be.cols[0].Rebuild = &apiv1.RebuildStatus{Generation: 3, ServingGeneration: 2, Percent: 30} })
+	require.NoError(t, b.Sample(ctx, t0.Add(2*time.Second)))
+	doc, err := b.Status(ctx, t0.Add(2*time.Second))
+	require.NoError(t, err)
+	rb := doc.Collections[0].Rebuild
+	require.NotNil(t, rb)
+	require.Equal(t, "rebuild of generation 3 (serving 2) 30% (30%/100%) at 10%/s ETA 7s", rb.Line())
+	be.set(func() { be.cols[0].Rebuild = nil })
+	require.NoError(t, b.Sample(ctx, t0.Add(3*time.Second)))
+	doc, err = b.Status(ctx, t0.Add(3*time.Second))
+	require.NoError(t, err)
+	require.Nil(t, doc.Collections[0].Rebuild)
+}

@@ -45,7 +45,7 @@ function fillTable(id, rows) {
 
 function progressLine(p) {
   const pct = p.total > 0 ? (100 * p.done / p.total) : 0;
-  const amt = (v) => p.unit === "s" ? v.toFixed(1) + "s" : num(Math.round(v)) + " " + p.unit;
+  const amt = (v) => p.unit === "s" ? v.toFixed(1) + "s" : p.unit === "%" ? v.toFixed(0) + "%" : num(Math.round(v)) + " " + p.unit;
   let s = `${p.what} ${pct.toFixed(0)}% (${amt(p.done)}/${amt(p.total)}) at ${amt(p.rate)}/s`;
   s += p.eta_seconds !== undefined ? ` ETA ${secs(p.eta_seconds)}` : " ETA unknown";
   return { pct, s };
@@ -84,7 +84,7 @@ function renderCollections(doc) {
     c.name,
     { text: num(c.documents), cls: "num docs" },
     { text: num(c.tombstones), cls: "num" },
-    { text: c.generation, cls: "num" },
+    { text: c.rebuild ? `${c.generation} · ${progressLine(c.rebuild).s}` : c.generation, cls: c.rebuild ? "rebuild" : "num" },
     { text: c.schema_version, cls: "num" },
     c.safe_ts,
     { text: secs(c.safe_lag_seconds), cls: "num" },
