@@ -69,6 +69,8 @@ type Upstream struct {
 	mode      Mode
 	endpoints []string
 
+	sources sourceStats // the gRPC sources opened, for their counters
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -104,7 +106,12 @@ func (u *Upstream) CurrentTs(ctx context.Context) (uint64, error) { return u.Clo
 // or the embedded cluster's in-process source (poll is its pump interval).
 func (u *Upstream) NewSource(poll time.Duration) (kvevent.Source, error) {
 	if u.PD != nil {
-		return u.PD.NewSource(u.Transport)
+		src, err := u.PD.NewSource(u.Transport)
+		if err != nil {
+			return nil, err
+		}
+		u.sources.add(src)
+		return src, nil
 	}
 	return u.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: poll}), nil
 }

@@ -521,7 +521,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	boardDone := make(chan struct{})
 	go func() { defer close(boardDone); board.Run(bctx) }()
 	defer func() { stopBoard(); <-boardDone }()
-	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: emu.Registry(), Pprof: pprofOn, Board: board})
+	api, err := httpapi.New(httpapi.Options{Backend: emu, Token: cfg.Token, Gatherer: gatherer(emu.Registry(), view), Pprof: pprofOn, Board: board})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,35 @@ type statusView struct {
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
 	seenTSC  int // table-set restarts already turned into error rows
+
+	// Counters of the adapters before the current one, so the totals stay
+	// monotonic across restarts (each adapter's runtime counts from 0).
+	lastAd   *adapter.Adapter
+	lastSt   minicdc.Stats
+	baseRows uint64
+	baseDDLs uint64
+	baseErrs uint64
+}
+
+// current returns the running adapter and the totals across adapters.
+// Call with v.mu held.
+func (v *statusView) current() (*adapter.Adapter, minicdc.Stats, minicdc.Stats) {
+	if v.sup == nil {
+		return nil, minicdc.Stats{}, minicdc.Stats{}
+	}
+	cur := v.sup.Adapter()
+	if cur != v.lastAd && v.lastAd != nil {
+		v.baseRows += v.lastSt.RowsDelivered
+		v.baseDDLs += v.lastSt.DDLsDelivered
+		v.baseErrs += v.lastSt.TransientFetchErrs
+	}
+	st := cur.RT.Stats()
+	v.lastAd, v.lastSt = cur, st
+	total := st
+	total.RowsDelivered += v.baseRows
+	total.DDLsDelivered += v.baseDDLs
+	total.TransientFetchErrs += v.baseErrs
+	return cur, st, total
 }
 
 // Rows of DDLs and errors kept for the page.
@@ -122,10 +151,9 @@ func (v *statusView) Status(ctx context.Context) httpapi.ProviderStatus {
 		if len(v.errs) > viewErrors {
 			v.errs = v.errs[len(v.errs)-viewErrors:]
 		}
-		if cur := v.sup.Adapter(); cur != nil {
-			st := cur.RT.Stats()
+		if cur, st, total := v.current(); cur != nil {
 			a.Epoch, a.StartTs, a.CheckpointTs = cur.Resume.Epoch, cur.RT.StartTs(), st.LastCheckpointTs
-			a.Rows, a.DDLs = st.RowsDelivered, st.DDLsDelivered
+			a.Rows, a.DDLs = total.RowsDelivered, total.DDLsDelivered
 			for _, ps := range cur.Bridge.Stats() {
 				a.Buffered += ps.UnsealedRows + ps.SealedRows
 			}
