@@ -20,7 +20,7 @@ import (
 type nopSink struct{}
 
 func (nopSink) OnRowChanged(context.Context, RowChanged) error { return nil }
-func (nopSink) OnDDL(context.Context, DDLOutput) error         { return nil }
+func (nopSink) OnDDL(context.Context, DDL) error               { return nil }
 func (nopSink) OnCheckpoint(context.Context, Checkpoint) error { return nil }
 
 func benchTable(id int64) *model.TableInfo {

@@ -72,10 +72,10 @@ func (s *invariantSink) missingRow(table int64, ts uint64) (uint64, bool) {
 	return 0, false
 }
 
-func (s *invariantSink) OnDDL(_ context.Context, ev DDLOutput) error {
+func (s *invariantSink) OnDDL(_ context.Context, ev DDL) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ts := ev.Event.FinishedTs
+	ts := ev.FinishedTs
 	for table := range s.rows { // M30: same-ts rule over every table
 		if c, missing := s.missingRow(table, ts); missing {
 			s.failf("OnDDL(%d) before row table %d commit %d", ts, table, c)

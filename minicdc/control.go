@@ -133,8 +133,8 @@ func (c *control) pollDDL() (more bool, err error) {
 		if r.owner.stopped() {
 			return false, nil
 		}
-		ev := &events[i] // M31: the store's event itself, never a copy
-		if err := r.cb.OnDDL(r.runCtx, DDLOutput{Event: ev}); err != nil {
+		ev := &events[i]
+		if err := r.cb.OnDDL(r.runCtx, r.known.ddlFor(ev)); err != nil { // M12, M31
 			return false, callbackErr(ev.TableID, ev.FinishedTs, "OnDDL", err)
 		}
 		r.stats.ddls.Add(1)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
 // tablePath is one table's subscription consumer: the synchronous DML
@@ -25,6 +26,11 @@ type tablePath struct {
 	// schemaReady caches the highest ts the store is known to have schema
 	// history for this table (M22).
 	schemaReady uint64
+	// lastModel and lastInfo cache the conversion of the schema the path
+	// decoded with last: the store hands out one shared model per schema
+	// version, so a row converts nothing and allocates nothing.
+	lastModel *model.TableInfo
+	lastInfo  *TableInfo
 }
 
 var _ kvevent.Consumer = (*tablePath)(nil)
@@ -107,15 +113,18 @@ func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
 	if r.owner.stopped() { // M41: no callback after the fatal error
 		return nil
 	}
+	if ti != p.lastModel {
+		p.lastModel, p.lastInfo = ti, NewTableInfo(ti)
+	}
 	err = r.cb.OnRowChanged(r.runCtx, RowChanged{
 		TableID:   p.id,
 		StartTs:   e.StartTs,
 		CommitTs:  e.CRTs,
-		RowType:   rc.RowType,
-		PreRow:    rc.PreRow,
-		Row:       rc.Row,
+		RowType:   RowType(rc.RowType),
+		PreRow:    Row{r: rc.PreRow},
+		Row:       Row{r: rc.Row},
 		RowKey:    rc.RowKey,
-		TableInfo: ti,
+		TableInfo: p.lastInfo,
 	})
 	if err != nil {
 		return callbackErr(p.id, e.CRTs, "OnRowChanged", err)

@@ -392,11 +392,11 @@ type recorder struct {
 	failDDLTs      uint64
 	failCheckpoint bool
 
-	tableInfos []*model.TableInfo
-	ddlEvents  []*schemastore.DDLEvent
+	tableInfos []*TableInfo
+	ddlEvents  []DDL
 	cps        []Checkpoint
 	onRow      func(ev RowChanged)
-	onDDL      func(ev DDLOutput)
+	onDDL      func(ev DDL)
 }
 
 func (c *recorder) OnRowChanged(ctx context.Context, ev RowChanged) error {
@@ -416,15 +416,15 @@ func (c *recorder) OnRowChanged(ctx context.Context, ev RowChanged) error {
 	return nil
 }
 
-func (c *recorder) OnDDL(ctx context.Context, ev DDLOutput) error {
+func (c *recorder) OnDDL(ctx context.Context, ev DDL) error {
 	if c.onDDL != nil {
 		c.onDDL(ev)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.log = append(c.log, fmt.Sprintf("ddl finished=%d table=%d job=%d %s", ev.Event.FinishedTs, ev.Event.TableID, ev.Event.JobID, ev.Event.Query))
-	c.ddlEvents = append(c.ddlEvents, ev.Event)
-	if c.failDDLTs != 0 && ev.Event.FinishedTs == c.failDDLTs {
+	c.log = append(c.log, fmt.Sprintf("ddl finished=%d table=%d job=%d %s", ev.FinishedTs, ev.TableID, ev.JobID, ev.Query))
+	c.ddlEvents = append(c.ddlEvents, ev)
+	if c.failDDLTs != 0 && ev.FinishedTs == c.failDDLTs {
 		return errors.New("sink rejected the schema change")
 	}
 	return nil

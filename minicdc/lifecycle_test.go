@@ -376,10 +376,12 @@ func TestM40_CloseErrorsWhenNoFatal(t *testing.T) {
 	}
 }
 
-// TestM12_DDLFidelityAndPointer: multi-table, rename and schema-move DDLs
-// arrive as the store's own objects (&events[i]), nothing flattened or
+// TestM12_DDLFidelity: multi-table, rename and schema-move DDLs arrive
+// with every field of the store's event (table definitions converted,
+// nothing flattened), the job table's pre-DDL definition carried forward
+// from the startup probe and earlier DDLs, and the store's events are not
 // mutated.
-func TestM12_DDLFidelityAndPointer(t *testing.T) {
+func TestM12_DDLFidelity(t *testing.T) {
 	h := newHarness()
 	h.prepare(10, 1)
 	t1, t2 := tableInfo(1, 12), tableInfo(2, 12)
@@ -397,9 +399,13 @@ func TestM12_DDLFidelityAndPointer(t *testing.T) {
 	}
 	h.store.setResolved(100)
 	before := deepCopyDDLs(h.store.ddls)
-	var ptrs []*schemastore.DDLEvent
-	h.cb.onDDL = func(ev DDLOutput) { ptrs = append(ptrs, ev.Event) }
+	var got []DDL
+	h.cb.onDDL = func(ev DDL) { got = append(got, ev) }
 	rt, err := h.start(t, StartConfig{TableIDs: []int64{1}, StartTs: 10, DDLPollLimit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := h.store.GetTableInfo(1, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,13 +419,30 @@ func TestM12_DDLFidelityAndPointer(t *testing.T) {
 			break
 		}
 	}
-	if len(ptrs) != 3 {
-		t.Fatalf("want 3 DDLs, got %d", len(ptrs))
+	if len(got) != 3 {
+		t.Fatalf("want 3 DDLs, got %d", len(got))
 	}
-	for i, p := range ptrs {
-		if p != &h.store.ddls[i] {
-			t.Fatalf("event %d is not the store's own object (&events[i])", i)
+	// The rename carries no job table; the truncate's pre-DDL table is the
+	// rename's post-DDL t1 (which replaced the startup probe); CREATE
+	// TABLES has none.
+	pres := []*TableInfo{nil, NewTableInfo(t1), nil}
+	for i := range got {
+		if want := NewDDL(&h.store.ddls[i], pres[i]); !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("DDL %d:\n got %+v\nwant %+v", i, got[i], want)
 		}
+	}
+	if got[1].PreTable == nil || reflect.DeepEqual(got[1].PreTable, NewTableInfo(probe)) {
+		t.Fatalf("the truncate's pre-DDL table should be the rename's post-DDL definition, got %+v", got[1].PreTable)
+	}
+	r := got[0]
+	if len(r.MultipleTables) != 2 || r.MultipleTables[1].ID != 2 || r.Action != ActionRenameTables && r.Action != ActionRenameTable ||
+		!reflect.DeepEqual(r.UpdatedSchemas, []SchemaMove{{TableID: 1, OldSchemaID: 5, NewSchemaID: 6}}) ||
+		!reflect.DeepEqual(r.NameChange, &TableNameChange{Added: []QualifiedName{{"b", "y"}}, Dropped: []QualifiedName{{"a", "x"}}}) {
+		t.Fatalf("rename flattened or lost: %+v", r)
+	}
+	if tr := got[1]; tr.Action != ActionTruncateTable || tr.Table.ID != 9 || !reflect.DeepEqual(tr.DroppedTableIDs, []int64{1}) ||
+		!reflect.DeepEqual(tr.AddedTables, []AddedTable{{SchemaID: 6, TableID: 9}}) {
+		t.Fatalf("truncate lost fields: %+v", tr)
 	}
 	if !reflect.DeepEqual(before, deepCopyDDLs(h.store.ddls)) {
 		t.Fatal("runtime mutated a DDL event")
@@ -456,8 +479,9 @@ func deepCopyDDLs(in []schemastore.DDLEvent) []schemastore.DDLEvent {
 	return out
 }
 
-// TestM11_TableInfoSharedReadOnly: rows carry the store's TableInfo pointer
-// for commit_ts-1, and the runtime never changes it.
+// TestM11_TableInfoSharedReadOnly: rows carry the definition of the
+// store's TableInfo for commit_ts-1 (converted once per schema version and
+// path), and the runtime never changes the store's.
 func TestM11_TableInfoSharedReadOnly(t *testing.T) {
 	h := newHarness()
 	h.store.setResolved(100)
@@ -468,9 +492,13 @@ func TestM11_TableInfoSharedReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.src.consumer(1).ConsumeKV([]kvevent.RawKVEntry{put("a", 15, "v"), put("b", 16, "v")})
-	if len(h.cb.tableInfos) != 2 || h.cb.tableInfos[0] != v0 || h.cb.tableInfos[1] != v15 {
-		t.Fatalf("rows should carry the store's pointers for commit_ts-1")
+	h.src.consumer(1).ConsumeKV([]kvevent.RawKVEntry{put("a", 15, "v"), put("b", 16, "v"), put("c", 17, "v")})
+	if len(h.cb.tableInfos) != 3 || !reflect.DeepEqual(h.cb.tableInfos[0], NewTableInfo(v0)) || !reflect.DeepEqual(h.cb.tableInfos[1], NewTableInfo(v15)) ||
+		h.cb.tableInfos[0] == h.cb.tableInfos[1] {
+		t.Fatalf("rows should carry the store's definitions for commit_ts-1")
+	}
+	if h.cb.tableInfos[1] != h.cb.tableInfos[2] {
+		t.Fatalf("rows of one schema version should share one converted definition")
 	}
 	if !reflect.DeepEqual(*v0, snap0) || !reflect.DeepEqual(*v15, snap15) {
 		t.Fatal("runtime mutated a TableInfo")

@@ -43,6 +43,9 @@ type Runtime struct {
 	progress chan struct{}
 
 	ctl control
+	// known are the definitions of the followed tables (DDL.PreTable):
+	// written at startup, then by the control goroutine only.
+	known knownTables
 
 	loops         sync.WaitGroup
 	sourceStarted bool
@@ -188,6 +191,12 @@ func (r *Runtime) startup(parent context.Context) error {
 		}
 		if err != nil {
 			return r.startupErr(parent, &FatalError{Trigger: TriggerStartupProbe, TableID: id, Ts: r.startTs, Err: err})
+		}
+		if r.known == nil {
+			r.known = knownTables{}
+		}
+		if r.known[ti.ID] == nil {
+			r.known[ti.ID] = NewTableInfo(ti)
 		}
 		dec, err := r.deps.NewDecoder(id)
 		if err != nil || dec == nil {

@@ -8,10 +8,6 @@ package minicdc
 import (
 	"context"
 	"fmt"
-
-	"github.com/searchfabric/sfemu/upstream/mounter"
-	"github.com/searchfabric/sfemu/upstream/schemastore"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
 // StartConfig is what a runtime is started with. It is validated before any
@@ -71,22 +67,16 @@ func (c *StartConfig) Validate() error {
 //
 // Ownership (specs/minicdc.md): PreRow and Row are borrowed views valid only
 // during the callback; RowKey is an event-owned copy (copy again to keep it
-// long-term); TableInfo is shared and read-only.
+// long-term); TableInfo is immutable and may be kept.
 type RowChanged struct {
 	TableID   int64
 	StartTs   uint64
 	CommitTs  uint64
-	RowType   mounter.RowType
-	PreRow    mounter.Row
-	Row       mounter.Row
+	RowType   RowType
+	PreRow    Row
+	Row       Row
 	RowKey    []byte
-	TableInfo *model.TableInfo
-}
-
-// DDLOutput carries one DDL event with its full semantics. Event is
-// read-only and borrowed for the callback's lifetime.
-type DDLOutput struct {
-	Event *schemastore.DDLEvent
+	TableInfo *TableInfo
 }
 
 // Checkpoint is a coalesced resolved-progress snapshot. TableResolvedTs is a
@@ -100,6 +90,6 @@ type Checkpoint struct {
 // runtime stops and reports that error (fail-fast, never skip).
 type Callback interface {
 	OnRowChanged(ctx context.Context, ev RowChanged) error
-	OnDDL(ctx context.Context, ev DDLOutput) error
+	OnDDL(ctx context.Context, ddl DDL) error
 	OnCheckpoint(ctx context.Context, cp Checkpoint) error
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/reorder"
-	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
@@ -64,13 +64,18 @@ func tenColumnTable() (*model.TableInfo, fakeRow) {
 // not measure the test double.
 type sliceRow []value.Datum
 
-func (r sliceRow) Column(offset int, _ *model.ColumnInfo) (value.Datum, error) { return r[offset], nil }
+func (r sliceRow) Column(offset int, _ *minicdc.ColumnInfo) (minicdc.Value, error) {
+	return minicdc.Value(r[offset]), nil
+}
 
-// Datums makes sliceRow a BulkColumnSource like mounter rows.
-func (r sliceRow) Datums(dst []value.Datum) ([]value.Datum, error) { return append(dst[:0], r...), nil }
+// Values makes sliceRow a BulkColumnSource like runtime rows.
+func (r sliceRow) Values(dst []minicdc.Value) ([]minicdc.Value, error) {
+	return append(dst[:0], minicdc.ValuesOf(r)...), nil
+}
 
-func newBenchBridge(b *testing.B) (*Bridge, *model.TableInfo, sliceRow) {
-	ti, fr := tenColumnTable()
+func newBenchBridge(b *testing.B) (*Bridge, *minicdc.TableInfo, sliceRow) {
+	mti, fr := tenColumnTable()
+	ti := mt(mti)
 	r := make(sliceRow, len(fr))
 	for k, v := range fr {
 		r[k] = v
@@ -102,7 +107,7 @@ func BenchmarkBridgeRowCore(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ts++
 		r[0] = value.NewIntDatum(int64(i))
-		if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: ts, RowType: mounter.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
+		if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: ts, RowType: minicdc.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
 			b.Fatal(err)
 		}
 		if i%256 == 255 {
@@ -137,7 +142,7 @@ func BenchmarkBridgeRowFull(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ts++
 		r[0] = value.NewIntDatum(int64(i))
-		if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: ts, RowType: mounter.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
+		if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: ts, RowType: minicdc.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
 			b.Fatal(err)
 		}
 		if i%256 == 255 {
@@ -176,8 +181,9 @@ func BenchmarkBridgeBacklogEmulator(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer emu.Close()
-			ti := intPKTable(42, "items", colDef{name: "stock", tp: mysql.TypeLong})
-			ti.Columns[1].FieldType.SetFlen(100)
+			mti := intPKTable(42, "items", colDef{name: "stock", tp: mysql.TypeLong})
+			mti.Columns[1].FieldType.SetFlen(100)
+			ti := mt(mti)
 			br, err := New(Config{ClientID: "bench", StartTs: 1, MaxBatchRows: rows, MaxUnsealedRows: b.N + 1, MaxUnsealedBytes: 1 << 40,
 				Tables: []Table{{PhysicalID: 42, Database: "shop", Info: ti}},
 				Roles:  map[string]RoleOverrides{"shop.items": {"title": apiv1.FieldRole_FIELD_ROLE_KEYWORD}}}, emu)
@@ -194,7 +200,7 @@ func BenchmarkBridgeBacklogEmulator(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				title = fmt.Appendf(title[:0], "item number %d", i)
 				r[0], r[1], r[2], r[3] = value.NewIntDatum(int64(i)), value.NewStringDatum(string(title)), value.NewIntDatum(int64(i%1000)), value.NewIntDatum(int64(i%50))
-				if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: uint64(10 + i/512), RowType: mounter.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
+				if err := br.AddRow(ctx, RowInput{TableID: 42, CommitTs: uint64(10 + i/512), RowType: minicdc.RowTypeInsert, Post: src, TableInfo: ti}); err != nil {
 					b.Fatal(err)
 				}
 			}

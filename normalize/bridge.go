@@ -12,9 +12,8 @@ import (
 	"time"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/reorder"
-	"github.com/searchfabric/sfemu/upstream/schemastore"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
 
 // Defaults (N9, N13, N21).
@@ -41,7 +40,7 @@ type Table struct {
 	Database string
 	// Info is the logical table's schema at StartTs (the partitioned table
 	// for a partition). Read at Open only.
-	Info *model.TableInfo
+	Info *minicdc.TableInfo
 	// Collection, when set, is the collection the table is mirrored into,
 	// overriding Config.CollectionName (N3). A restart after a table-set
 	// change (N34) sets it so the binding made by the first run survives
@@ -125,8 +124,8 @@ type partition struct {
 	// Row path (the path's delivery goroutine only).
 	copier  rowCopier
 	shapes  shapeCache
-	preRow  mounterRow
-	postRow mounterRow
+	preRow  runtimeRow
+	postRow runtimeRow
 	// skip is the stored resolved ts at open: rows at or below it are
 	// acknowledged data (N20). Immutable after Open.
 	skip uint64
@@ -156,8 +155,8 @@ type collection struct {
 	logicalID int64
 	// info is the logical table's latest known schema (Config.Tables,
 	// then each DDL's post-DDL table): the schema a restart after a
-	// table-set change starts from (N34). Owned (cloned).
-	info       *model.TableInfo
+	// table-set change starts from (N34). Immutable (minicdc.TableInfo).
+	info       *minicdc.TableInfo
 	source     SourceInfo
 	partitions []*partition // sorted by name
 	roles      RoleOverrides
@@ -304,7 +303,7 @@ func (b *Bridge) Resume() Resume {
 	return b.resume
 }
 
-func (b *Bridge) tableInfoFor(coll *collection) *model.TableInfo {
+func (b *Bridge) tableInfoFor(coll *collection) *minicdc.TableInfo {
 	return coll.info
 }
 
@@ -665,10 +664,8 @@ func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64)
 }
 
 // DDL is the DDL path (N25-N29).
-func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
-	if ev == nil {
-		return fmt.Errorf("normalize: DDL callback without an event")
-	}
+func (b *Bridge) DDL(ctx context.Context, ddl minicdc.DDL) error {
+	ev := &ddl
 	b.ctl.Lock()
 	defer b.ctl.Unlock()
 	if !b.opened {
@@ -732,7 +729,7 @@ func (b *Bridge) DDL(ctx context.Context, ev *schemastore.DDLEvent) error {
 		resp, err := b.sink.PutCollectionSchema(ctx, req)
 		if err != nil {
 			return fmt.Errorf("normalize: DDL job %d (%s) at %d for collection %q: %w",
-				ev.JobID, model.ActionType(ev.Type), T, coll.name, err)
+				ev.JobID, ev.Action, T, coll.name, err)
 		}
 		delete(coll.pending, key)
 		sameTs := coll.lastJobs != nil && coll.lastDDL == T
@@ -804,9 +801,9 @@ func (e *TableSetChangedError) Error() string {
 
 // changesTableSet reports whether ev maps or unmaps physical tables of a
 // collection it affects that stays active (N34).
-func (b *Bridge) changesTableSet(ev *schemastore.DDLEvent) bool {
+func (b *Bridge) changesTableSet(ev *minicdc.DDL) bool {
 	for _, coll := range b.collections {
-		if !affects(ev, coll) || coll.appliedBefore(ev.FinishedTs, ev.JobID) || isDropAction(ev.Type) {
+		if !affects(ev, coll) || coll.appliedBefore(ev.FinishedTs, ev.JobID) || isDropAction(ev.Action) {
 			continue
 		}
 		if len(droppedPartitions(ev, coll)) > 0 || len(addedPartitions(ev, coll)) > 0 {
@@ -818,10 +815,10 @@ func (b *Bridge) changesTableSet(ev *schemastore.DDLEvent) bool {
 
 // noteTableSetChange records (or extends, for another DDL of the same
 // FinishedTs group) the pending TableSetChangedError. Caller holds ctl.
-func (b *Bridge) noteTableSetChange(ev *schemastore.DDLEvent, coll *collection, added, removed []int64) {
+func (b *Bridge) noteTableSetChange(ev *minicdc.DDL, coll *collection, added, removed []int64) {
 	e := b.tableSet
 	if e == nil {
-		e = &TableSetChangedError{JobID: ev.JobID, Action: model.ActionType(ev.Type).String(), Query: ev.Query,
+		e = &TableSetChangedError{JobID: ev.JobID, Action: ev.Action.String(), Query: ev.Query,
 			Collection: coll.name, FinishedTs: ev.FinishedTs}
 		b.tableSet = e
 	}
@@ -878,7 +875,7 @@ func (c *collection) appliedBefore(ts uint64, jobID int64) bool {
 // applyDDL updates the bridge's lineage after an acknowledged request and
 // returns the physical ids the request mapped and unmapped (N34).
 func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaRequest, resp *apiv1.PutCollectionSchemaResponse,
-	dropped map[string]bool, post *model.TableInfo) (added, removed []int64, err error) {
+	dropped map[string]bool, post *minicdc.TableInfo) (added, removed []int64, err error) {
 	switch req.GetUpdatePolicy() {
 	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP:
 		coll.active = false
@@ -937,7 +934,7 @@ func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaReques
 		}
 	}
 	if post != nil {
-		coll.info = post.Clone()
+		coll.info = post
 	}
 	coll.applyLineage(req, resp)
 	return added, removed, nil
@@ -954,7 +951,7 @@ func partitionID(name string) (int64, bool) {
 }
 
 // affects is N25.
-func affects(ev *schemastore.DDLEvent, coll *collection) bool {
+func affects(ev *minicdc.DDL, coll *collection) bool {
 	ids := map[int64]bool{coll.logicalID: true}
 	for _, p := range coll.partitions {
 		ids[p.tableID] = true
@@ -962,35 +959,35 @@ func affects(ev *schemastore.DDLEvent, coll *collection) bool {
 	if ids[ev.TableID] {
 		return true
 	}
-	if ev.TableInfo != nil && ids[ev.TableInfo.ID] {
+	if ev.Table != nil && ids[ev.Table.ID] {
 		return true
 	}
-	for _, ti := range ev.MultipleTableInfos {
+	for _, ti := range ev.MultipleTables {
 		if ti != nil && ids[ti.ID] {
 			return true
 		}
 	}
-	for _, id := range ev.NeedDroppedTables {
+	for _, id := range ev.DroppedTableIDs {
 		if ids[id] {
 			return true
 		}
 	}
-	return model.ActionType(ev.Type) == model.ActionDropSchema && ev.SchemaID == coll.schemaID
+	return ev.Action == minicdc.ActionDropSchema && ev.SchemaID == coll.schemaID
 }
 
 // postInfo finds the post-DDL schema of coll in ev.
-func postInfo(ev *schemastore.DDLEvent, coll *collection) *model.TableInfo {
-	for _, ti := range ev.MultipleTableInfos {
+func postInfo(ev *minicdc.DDL, coll *collection) *minicdc.TableInfo {
+	for _, ti := range ev.MultipleTables {
 		if ti != nil && ti.ID == coll.logicalID {
 			return ti
 		}
 	}
-	if ev.TableInfo != nil {
-		if ev.TableInfo.ID == coll.logicalID || ev.TableID == coll.logicalID {
-			return ev.TableInfo
+	if ev.Table != nil {
+		if ev.Table.ID == coll.logicalID || ev.TableID == coll.logicalID {
+			return ev.Table
 		}
-		if model.ActionType(ev.Type) == model.ActionTruncateTable {
-			return ev.TableInfo // same columns under a new id
+		if ev.Action == minicdc.ActionTruncateTable {
+			return ev.Table // same columns under a new id
 		}
 	}
 	return nil
@@ -1000,14 +997,14 @@ func postInfo(ev *schemastore.DDLEvent, coll *collection) *model.TableInfo {
 // (N34): the ids it drops and, when it carries the post-DDL table, every
 // partition that table no longer has (a truncated table or partition
 // lives on under a new id).
-func droppedPartitions(ev *schemastore.DDLEvent, coll *collection) map[string]bool {
+func droppedPartitions(ev *minicdc.DDL, coll *collection) map[string]bool {
 	out := map[string]bool{}
 	drop := map[int64]bool{}
-	for _, id := range ev.NeedDroppedTables {
+	for _, id := range ev.DroppedTableIDs {
 		drop[id] = true
 	}
 	var live map[int64]bool
-	if ti := postInfo(ev, coll); ti != nil && !isDropAction(ev.Type) {
+	if ti := postInfo(ev, coll); ti != nil && !isDropAction(ev.Action) {
 		live = map[int64]bool{}
 		for _, id := range ti.PhysicalIDs() {
 			live[id] = true
@@ -1027,16 +1024,16 @@ func droppedPartitions(ev *schemastore.DDLEvent, coll *collection) map[string]bo
 // addedPartitions lists the physical tables the DDL creates for the
 // collection's logical table (N34): its NeedAddedTables that the post-DDL
 // table has and the collection does not map yet.
-func addedPartitions(ev *schemastore.DDLEvent, coll *collection) []int64 {
+func addedPartitions(ev *minicdc.DDL, coll *collection) []int64 {
 	ti := postInfo(ev, coll)
-	if ti == nil || isDropAction(ev.Type) {
+	if ti == nil || isDropAction(ev.Action) {
 		return nil
 	}
-	ids := make([]int64, 0, len(ev.NeedAddedTables))
-	for _, a := range ev.NeedAddedTables {
+	ids := make([]int64, 0, len(ev.AddedTables))
+	for _, a := range ev.AddedTables {
 		ids = append(ids, a.TableID)
 	}
-	if model.ActionType(ev.Type) == model.ActionExchangeTablePartition && ti.ID == coll.logicalID {
+	if ev.Action == minicdc.ActionExchangeTablePartition && ti.ID == coll.logicalID {
 		// The exchanged-in table's id becomes a partition; the store
 		// lists no added table (no new subscription in TiCDC's view).
 		ids = ti.PhysicalIDs()
@@ -1067,14 +1064,14 @@ func addedPartitions(ev *schemastore.DDLEvent, coll *collection) []int64 {
 // schemaRequest builds the complete request for one DDL and collection
 // (N26, N27). skip reports a DDL that needs no request (a drop of a
 // collection that has no lineage).
-func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key string) (req *apiv1.PutCollectionSchemaRequest, dropped map[string]bool, skip bool, err error) {
+func (b *Bridge) schemaRequest(ev *minicdc.DDL, coll *collection, key string) (req *apiv1.PutCollectionSchemaRequest, dropped map[string]bool, skip bool, err error) {
 	T := ev.FinishedTs
 	dropped = droppedPartitions(ev, coll)
 	live := coll.partitionNames(dropped)
 	for _, id := range addedPartitions(ev, coll) {
 		live = append(live, PartitionName(b.cfg.KeyspaceID, id))
 	}
-	dropAll := isDropAction(ev.Type) || len(live) == 0
+	dropAll := isDropAction(ev.Action) || len(live) == 0
 	meta := &apiv1.RequestMeta{IdempotencyKey: key, ClientId: b.cfg.ClientID, ClientKind: apiv1.ClientKind_CLIENT_KIND_TIDB_DDL_ADAPTER}
 	scope := &apiv1.SchemaScope{Collection: coll.name, DdlCommitTs: T}
 	if dropAll {
@@ -1091,7 +1088,7 @@ func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key s
 	ti := postInfo(ev, coll)
 	if ti == nil {
 		return nil, nil, false, fmt.Errorf("normalize: DDL job %d (%s) at %d affects collection %q but carries no schema for table %d",
-			ev.JobID, model.ActionType(ev.Type), T, coll.name, coll.logicalID)
+			ev.JobID, ev.Action, T, coll.name, coll.logicalID)
 	}
 	s, err := buildShape(ti, coll.roles)
 	if err != nil {
@@ -1108,7 +1105,7 @@ func (b *Bridge) schemaRequest(ev *schemastore.DDLEvent, coll *collection, key s
 	if coll.active {
 		old = coll.def
 	}
-	policy := Classify(ev.Type, false, old, def)
+	policy := Classify(ev.Action, false, old, def)
 	req = &apiv1.PutCollectionSchemaRequest{Meta: meta, Scope: scope, Definition: def, UpdatePolicy: policy}
 	if policy == apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION {
 		req.SchemaVersion = 1 // the zero-state tuple (E23, N27)

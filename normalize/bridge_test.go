@@ -17,7 +17,6 @@ import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/reorder"
-	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
@@ -39,7 +38,7 @@ func TestN3CollectionName(t *testing.T) {
 }
 
 func oneTable(t *testing.T, cfg Config) (*harness, string) {
-	cfg.Tables = []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: intPKTable(42, "items")}}
+	cfg.Tables = []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: mt(intPKTable(42, "items"))}}
 	h := newHarness(t, newFakeSink(), cfg)
 	return h, "table:42"
 }
@@ -75,7 +74,7 @@ func TestN30BootstrapZeroState(t *testing.T) {
 
 func TestN1KeyspacePartitionInDefinitionAndBatches(t *testing.T) {
 	sink := newFakeSink()
-	h := newHarness(t, sink, Config{KeyspaceID: 9, Tables: []Table{{PhysicalID: 42, Database: "d", Info: intPKTable(42, "t")}}})
+	h := newHarness(t, sink, Config{KeyspaceID: 9, Tables: []Table{{PhysicalID: 42, Database: "d", Info: mt(intPKTable(42, "t"))}}})
 	h.upsert(42, 110, row(1, "a", 1))
 	h.checkpoint(map[int64]uint64{42: 120})
 	require.Equal(t, []string{"keyspace:9/table:42"}, sink.puts[0].GetDefinition().GetSourcePartitions())
@@ -90,8 +89,8 @@ func TestN2PhysicalPartitions(t *testing.T) {
 	logical.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 101, Name: ci("p0")}, {ID: 102, Name: ci("p1")}}}
 	sink := newFakeSink()
 	h := newHarness(t, sink, Config{Tables: []Table{
-		{PhysicalID: 101, Database: "app", Info: logical},
-		{PhysicalID: 102, Database: "app", Info: logical},
+		{PhysicalID: 101, Database: "app", Info: mt(logical)},
+		{PhysicalID: 102, Database: "app", Info: mt(logical)},
 	}})
 	require.Len(t, sink.puts, 1)
 	require.Equal(t, []string{"table:101", "table:102"}, sink.puts[0].GetDefinition().GetSourcePartitions())
@@ -295,10 +294,10 @@ func TestN27PolicyClassification(t *testing.T) {
 			if c.mutate != nil {
 				c.mutate(next)
 			}
-			require.Equal(t, c.want, Classify(int(c.action), false, old, next))
+			require.Equal(t, c.want, Classify(minicdc.DDLAction(c.action), false, old, next))
 		})
 	}
-	require.Equal(t, drop, Classify(int(model.ActionDropTablePartition), true, base(), base()), "every partition dropped")
+	require.Equal(t, drop, Classify(minicdc.DDLAction(model.ActionDropTablePartition), true, base(), base()), "every partition dropped")
 }
 
 // TestN28ReplayedDDLIsIdentical: a DDL re-delivered after a failed send
@@ -307,7 +306,7 @@ func TestN28ReplayedDDLIsIdentical(t *testing.T) {
 	h, _ := oneTable(t, Config{})
 	ev, _ := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
 	h.sink.failPut = 1
-	require.Error(t, h.b.DDL(h.ctx, ev))
+	require.Error(t, h.b.DDL(h.ctx, ddlOf(ev)))
 	h.ddl(ev)
 	require.Len(t, h.sink.puts, 3)
 	require.True(t, proto.Equal(h.sink.puts[1], h.sink.puts[2]), "replayed request must be identical")
@@ -316,7 +315,8 @@ func TestN28ReplayedDDLIsIdentical(t *testing.T) {
 	coll := h.b.collections[0]
 	coll.version, coll.token = h.sink.puts[1].GetFence().GetExpectedPrevSchemaVersion(), h.sink.puts[1].GetFence().GetSchemaGenerationToken()
 	coll.def = h.sink.puts[0].GetDefinition()
-	again, _, _, err := h.b.schemaRequest(ev, coll, "ddl/9/150/shop.items")
+	d := ddlOf(ev)
+	again, _, _, err := h.b.schemaRequest(&d, coll, "ddl/9/150/shop.items")
 	require.NoError(t, err)
 	require.True(t, proto.Equal(h.sink.puts[1], again))
 }
@@ -325,12 +325,12 @@ func TestN28ReplayedDDLIsIdentical(t *testing.T) {
 // a DDL at or below the collection's last ddl_commit_ts.
 func TestN28AlreadyAppliedDDLAfterRestart(t *testing.T) {
 	sink := newFakeSink()
-	tables := []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}
+	tables := []Table{{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))}}
 	h := newHarness(t, sink, Config{Tables: tables})
 	ev, next := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
 	h.ddl(ev)
 	nPuts := len(sink.puts)
-	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: next}}, StartTs: 150})
+	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(next)}}, StartTs: 150})
 	h2.ddl(ev)
 	require.Len(t, sink.puts, nPuts, "no request for an applied DDL")
 }
@@ -388,7 +388,7 @@ func TestN12NoEarlyEmissionUnderPressureAndN13Overflow(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeInsert, Post: row(4, "x", 0), TableInfo: h.ti[42]})
+		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: minicdc.RowTypeInsert, Post: row(4, "x", 0), TableInfo: mt(h.ti[42])})
 	}()
 	require.Equal(t, 2*time.Second, <-tm.armed)
 	require.Empty(t, h.sink.batches, "no unsealed row emitted under pressure")
@@ -412,7 +412,7 @@ func TestN13SealDuringBackpressureAdmitsRow(t *testing.T) {
 	h.upsert(42, 110, row(1, "x", 0))
 	done := make(chan error, 1)
 	go func() {
-		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeInsert, Post: row(2, "x", 0), TableInfo: h.ti[42]})
+		done <- h.b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 120, RowType: minicdc.RowTypeInsert, Post: row(2, "x", 0), TableInfo: mt(h.ti[42])})
 	}()
 	<-tm.armed
 	h.checkpoint(map[int64]uint64{42: 115})
@@ -437,8 +437,8 @@ func (c *chanTimer) After(d time.Duration) <-chan time.Time {
 func TestN4EpochBumpAndN31Resume(t *testing.T) {
 	sink := newFakeSink()
 	tables := []Table{
-		{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")},
-		{PhysicalID: 43, Database: "shop", Info: intPKTable(43, "users")},
+		{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))},
+		{PhysicalID: 43, Database: "shop", Info: mt(intPKTable(43, "users"))},
 	}
 	h := newHarness(t, sink, Config{Tables: tables})
 	require.Equal(t, uint64(1), h.b.Resume().Epoch, "first start is epoch 1")
@@ -493,7 +493,7 @@ func TestN23CheckpointRegressionIsFatal(t *testing.T) {
 func TestN14LateRowIsFatal(t *testing.T) {
 	h, _ := oneTable(t, Config{})
 	h.checkpoint(map[int64]uint64{42: 150})
-	err := h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 150, RowType: mounter.RowTypeInsert, Post: row(1, "a", 0), TableInfo: h.ti[42]})
+	err := h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 150, RowType: minicdc.RowTypeInsert, Post: row(1, "a", 0), TableInfo: mt(h.ti[42])})
 	var le *reorder.LateRowError
 	require.ErrorAs(t, err, &le)
 }
@@ -502,10 +502,10 @@ func TestN14LateRowIsFatal(t *testing.T) {
 func TestN15UpdateWithKeyChange(t *testing.T) {
 	h, part := oneTable(t, Config{})
 	h.upsert(42, 110, row(1, "a", 0))
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 120, RowType: mounter.RowTypeUpdate,
-		Pre: row(1, "a", 0), Post: row(2, "a", 0), TableInfo: h.ti[42]}))
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 130, RowType: mounter.RowTypeUpdate,
-		Pre: row(2, "a", 0), Post: row(2, "b", 5), TableInfo: h.ti[42]}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 120, RowType: minicdc.RowTypeUpdate,
+		Pre: row(1, "a", 0), Post: row(2, "a", 0), TableInfo: mt(h.ti[42])}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 130, RowType: minicdc.RowTypeUpdate,
+		Pre: row(2, "a", 0), Post: row(2, "b", 5), TableInfo: mt(h.ti[42])}))
 	h.checkpoint(map[int64]uint64{42: 140})
 	var got []string
 	for _, m := range h.sink.mutationsOf(part) {
@@ -535,13 +535,13 @@ func TestN16RowIDTableAndDeleteWithoutOldImage(t *testing.T) {
 	ti := &model.TableInfo{ID: 50, Name: ci("logs"), State: model.StatePublic}
 	ti.Columns = []*model.ColumnInfo{column(1, 0, colDef{name: "msg", tp: mysql.TypeBlob, flen: 65535})}
 	sink := newFakeSink()
-	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 50, Database: "d", Info: ti}}})
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 50, Database: "d", Info: mt(ti)}}})
 	def := sink.puts[0].GetDefinition()
 	require.Equal(t, []string{RowIDField}, def.GetPrimaryKey())
 	key := recordKey(50, 77)
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 110, RowType: mounter.RowTypeInsert,
-		Post: fakeRow{0: value.NewStringDatum("boot")}, RowKey: key, TableInfo: ti}))
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 111, RowType: mounter.RowTypeDelete, RowKey: key, TableInfo: ti}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 110, RowType: minicdc.RowTypeInsert,
+		Post: fakeRow{0: value.NewStringDatum("boot")}, RowKey: key, TableInfo: mt(ti)}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 50, CommitTs: 111, RowType: minicdc.RowTypeDelete, RowKey: key, TableInfo: mt(ti)}))
 	h.checkpoint(map[int64]uint64{50: 120})
 	ms := sink.mutationsOf("table:50")
 	require.Equal(t, "77", ms[0].GetPrimaryKey())
@@ -581,11 +581,11 @@ func TestN19CompositeKeyMatchesContract(t *testing.T) {
 	ti.Indices = []*model.IndexInfo{{ID: 1, Name: ci("PRIMARY"), Primary: true, Unique: true, State: model.StatePublic,
 		Columns: []*model.IndexColumn{{Name: ci("a"), Offset: 0}, {Name: ci("c"), Offset: 2}, {Name: ci("b"), Offset: 1}}}}
 	sink := newFakeSink()
-	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 60, Database: "d", Info: ti}}})
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 60, Database: "d", Info: mt(ti)}}})
 	def := sink.puts[0].GetDefinition()
 	require.Equal(t, []string{"a", "c", "b"}, def.GetPrimaryKey())
 	r := fakeRow{0: value.NewStringDatum(`x,y\z`), 1: value.NewBytesDatum([]byte{0xde, 0xad}), 2: value.NewFloat64Datum(0.5), 3: value.NewIntDatum(1)}
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 60, CommitTs: 110, RowType: mounter.RowTypeInsert, Post: r, TableInfo: ti}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 60, CommitTs: 110, RowType: minicdc.RowTypeInsert, Post: r, TableInfo: mt(ti)}))
 	h.checkpoint(map[int64]uint64{60: 120})
 	m := sink.mutationsOf("table:60")[0]
 	want, err := apiv1.EncodePrimaryKey(def, m.GetFields())
@@ -603,8 +603,8 @@ func TestRandomizedAgainstReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	sink := newFakeSink()
 	tables := []Table{
-		{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")},
-		{PhysicalID: 43, Database: "shop", Info: intPKTable(43, "users")},
+		{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))},
+		{PhysicalID: 43, Database: "shop", Info: mt(intPKTable(43, "users"))},
 	}
 	h := newHarness(t, sink, Config{Tables: tables, MaxBatchRows: 1 + rng.Intn(8)})
 	type change struct {
@@ -728,8 +728,8 @@ func TestN27DropPartitionIsRebuildInPlace(t *testing.T) {
 	logical.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 101, Name: ci("p0")}, {ID: 102, Name: ci("p1")}}}
 	sink := newFakeSink()
 	h := newHarness(t, sink, Config{Tables: []Table{
-		{PhysicalID: 101, Database: "app", Info: logical},
-		{PhysicalID: 102, Database: "app", Info: logical},
+		{PhysicalID: 101, Database: "app", Info: mt(logical)},
+		{PhysicalID: 102, Database: "app", Info: mt(logical)},
 	}})
 	h.upsert(101, 110, row(1, "a", 0))
 	h.upsert(102, 111, row(2, "b", 0))
@@ -759,9 +759,9 @@ func TestN27DropPartitionIsRebuildInPlace(t *testing.T) {
 }
 
 func TestStatsAndRowBeforeOpen(t *testing.T) {
-	b, err := New(Config{ClientID: "c", StartTs: 100, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}}, newFakeSink())
+	b, err := New(Config{ClientID: "c", StartTs: 100, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))}}}, newFakeSink())
 	require.NoError(t, err)
-	require.Error(t, b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 110, RowType: mounter.RowTypeInsert, Post: row(1, "a", 0)}))
+	require.Error(t, b.AddRow(context.Background(), RowInput{TableID: 42, CommitTs: 110, RowType: minicdc.RowTypeInsert, Post: row(1, "a", 0)}))
 	h, _ := oneTable(t, Config{})
 	h.upsert(42, 110, row(1, "a", 0))
 	h.upsert(42, 120, row(2, "b", 0))
@@ -787,7 +787,7 @@ func TestLargeAndWideRowsOutsideChunks(t *testing.T) {
 	}
 	wti := intPKTable(43, "wide", wide...)
 	sink := newFakeSink()
-	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 43, Database: "shop", Info: wti}}})
+	h2 := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 43, Database: "shop", Info: mt(wti)}}})
 	r := row(7, "w", 0)
 	for i := 0; i < 300; i++ {
 		r[3+i] = value.NewIntDatum(int64(i))
@@ -813,9 +813,9 @@ func TestN7IngestFailureStopsBridge(t *testing.T) {
 	require.ErrorContains(t, err, "injected ingest failure")
 	require.ErrorContains(t, h.b.Err(), "injected ingest failure")
 	require.ErrorContains(t, h.b.Checkpoint(h.ctx, map[int64]uint64{42: 130}), "bridge stopped")
-	require.ErrorContains(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 140, RowType: mounter.RowTypeInsert, Post: row(2, "b", 0), TableInfo: h.ti[42]}), "bridge stopped")
+	require.ErrorContains(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 140, RowType: minicdc.RowTypeInsert, Post: row(2, "b", 0), TableInfo: mt(h.ti[42])}), "bridge stopped")
 	ev, _ := addColumnDDL(h.ti[42], 9, 150, 60, "extra", mysql.TypeLong)
-	require.ErrorContains(t, h.b.DDL(h.ctx, ev), "bridge stopped")
+	require.ErrorContains(t, h.b.DDL(h.ctx, ddlOf(ev)), "bridge stopped")
 	for _, a := range h.sink.advs {
 		require.NotEqual(t, "table:42", a.GetSourcePartition(), "progress never moved past unacknowledged data")
 	}
@@ -832,7 +832,7 @@ func TestRandomizedDDLGenerations(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	sink := newFakeSink()
 	base := intPKTable(42, "items")
-	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: base}}, MaxBatchRows: 1 + rng.Intn(5)})
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(base)}}, MaxBatchRows: 1 + rng.Intn(5)})
 	type version struct {
 		from uint64 // schema valid for commit_ts > from
 		ti   *model.TableInfo
@@ -885,7 +885,7 @@ func TestRandomizedDDLGenerations(t *testing.T) {
 			h.upsert(42, p.ts, p.r)
 		}
 		if ev != nil {
-			require.NoError(t, h.b.DDL(h.ctx, ev), "seed %d round %d", seed, round)
+			require.NoError(t, h.b.DDL(h.ctx, ddlOf(ev)), "seed %d round %d", seed, round)
 		}
 		for _, p := range after {
 			h.ti[42] = schemaFor(p.ts)

@@ -5,9 +5,6 @@ import (
 	"fmt"
 
 	"github.com/searchfabric/sfemu/minicdc"
-	"github.com/searchfabric/sfemu/upstream/mounter"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
 var _ minicdc.Callback = (*Bridge)(nil)
@@ -17,17 +14,17 @@ func init() {
 	runtimeOverflowSentinels = []error{minicdc.ErrReorderOverflow}
 }
 
-// mounterRow adapts a borrowed mounter.Row to ColumnSource. Each partition
+// runtimeRow adapts a borrowed minicdc.Row to ColumnSource. Each partition
 // keeps two of them so passing one as an interface costs no allocation.
-type mounterRow struct{ r mounter.Row }
+type runtimeRow struct{ r minicdc.Row }
 
-func (m *mounterRow) Column(offset int, _ *model.ColumnInfo) (value.Datum, error) {
+func (m *runtimeRow) Column(offset int, _ *minicdc.ColumnInfo) (minicdc.Value, error) {
 	return m.r.ColumnAt(offset)
 }
 
-// Datums decodes the whole image in one pass (BulkColumnSource).
-func (m *mounterRow) Datums(dst []value.Datum) ([]value.Datum, error) {
-	return m.r.Datums(dst)
+// Values decodes the whole image in one pass (BulkColumnSource).
+func (m *runtimeRow) Values(dst []minicdc.Value) ([]minicdc.Value, error) {
+	return m.r.Values(dst)
 }
 
 // OnRowChanged implements minicdc.Callback (N15). It is called
@@ -49,13 +46,13 @@ func (b *Bridge) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) error 
 	}
 	err := b.AddRow(ctx, in)
 	// Do not keep the borrowed views past the callback (M11).
-	p.postRow.r, p.preRow.r = mounter.Row{}, mounter.Row{}
+	p.postRow.r, p.preRow.r = minicdc.Row{}, minicdc.Row{}
 	return err
 }
 
 // OnDDL implements minicdc.Callback (N25-N29).
-func (b *Bridge) OnDDL(ctx context.Context, ev minicdc.DDLOutput) error {
-	return b.DDL(ctx, ev.Event)
+func (b *Bridge) OnDDL(ctx context.Context, ddl minicdc.DDL) error {
+	return b.DDL(ctx, ddl)
 }
 
 // OnCheckpoint implements minicdc.Callback (N22).

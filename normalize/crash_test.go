@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
@@ -114,7 +114,7 @@ func (s *crashScript) tables(sink *fakeSink) []Table {
 	}
 	var out []Table
 	for _, id := range ids {
-		out = append(out, Table{PhysicalID: id, SchemaID: 2, Database: s.db, Info: info})
+		out = append(out, Table{PhysicalID: id, SchemaID: 2, Database: s.db, Info: mt(info)})
 	}
 	return out
 }
@@ -152,7 +152,7 @@ restart:
 				}
 				err = b.AddRow(ctx, *ev.row)
 			case ev.ddl != nil:
-				err = b.DDL(ctx, ev.ddl)
+				err = b.DDL(ctx, ddlOf(ev.ddl))
 			case ev.cp:
 				cp := map[int64]uint64{}
 				for id := range follows {
@@ -191,18 +191,18 @@ func dropColumnDDL(ti *model.TableInfo, jobID int64, ts uint64, schemaVersion in
 }
 
 func crashScripts() []*crashScript {
-	ev := func(id int64, ti *model.TableInfo, ts uint64, r fakeRow, kind mounter.RowType) scriptEvent {
-		return scriptEvent{ts: ts, row: &RowInput{TableID: id, CommitTs: ts, RowType: kind, Post: r, Pre: r, TableInfo: ti}}
+	ev := func(id int64, ti *model.TableInfo, ts uint64, r fakeRow, kind minicdc.RowType) scriptEvent {
+		return scriptEvent{ts: ts, row: &RowInput{TableID: id, CommitTs: ts, RowType: kind, Post: r, Pre: r, TableInfo: mt(ti)}}
 	}
 	oneTable := func(name string, before, after *model.TableInfo, ddl *schemastore.DDLEvent, newRow fakeRow, wantDef []string) *crashScript {
 		return &crashScript{name: name, db: "shop", collection: "shop.items", initial: []int64{42}, before: before, after: after,
 			ddlTs: ddl.FinishedTs, wantDef: wantDef, wantParts: []string{"table:42"}, events: []scriptEvent{
-				ev(42, before, 110, row(1, "a", 1), mounter.RowTypeInsert),
-				ev(42, before, 120, row(2, "b", 2), mounter.RowTypeInsert),
+				ev(42, before, 110, row(1, "a", 1), minicdc.RowTypeInsert),
+				ev(42, before, 120, row(2, "b", 2), minicdc.RowTypeInsert),
 				{ts: 125, cp: true},
-				ev(42, before, 130, row(1, "a2", 3), mounter.RowTypeUpdate),
+				ev(42, before, 130, row(1, "a2", 3), minicdc.RowTypeUpdate),
 				{ts: ddl.FinishedTs, ddl: ddl},
-				ev(42, after, 150, newRow, mounter.RowTypeInsert),
+				ev(42, after, 150, newRow, minicdc.RowTypeInsert),
 				{ts: 160, cp: true},
 			}}
 	}
@@ -224,14 +224,14 @@ func crashScripts() []*crashScript {
 	tableSet := &crashScript{name: "truncate partition", db: "app", collection: "app.events", initial: []int64{101, 102},
 		before: events, after: truncated, ddlTs: 140, wantDef: []string{"id", "title", "n"}, wantParts: []string{"table:101", "table:103"},
 		events: []scriptEvent{
-			ev(101, events, 110, row(1, "a", 1), mounter.RowTypeInsert),
-			ev(102, events, 120, row(2, "b", 2), mounter.RowTypeInsert),
+			ev(101, events, 110, row(1, "a", 1), minicdc.RowTypeInsert),
+			ev(102, events, 120, row(2, "b", 2), minicdc.RowTypeInsert),
 			{ts: 125, cp: true},
-			ev(102, events, 130, row(2, "b2", 3), mounter.RowTypeUpdate),
-			ev(101, events, 135, row(1, "a2", 3), mounter.RowTypeUpdate),
+			ev(102, events, 130, row(2, "b2", 3), minicdc.RowTypeUpdate),
+			ev(101, events, 135, row(1, "a2", 3), minicdc.RowTypeUpdate),
 			{ts: 140, ddl: trunc},
-			ev(103, truncated, 150, row(4, "d", 4), mounter.RowTypeInsert),
-			ev(101, truncated, 155, row(5, "e", 5), mounter.RowTypeInsert),
+			ev(103, truncated, 150, row(4, "d", 4), minicdc.RowTypeInsert),
+			ev(101, truncated, 155, row(5, "e", 5), minicdc.RowTypeInsert),
 			{ts: 160, cp: true},
 		}}
 	return []*crashScript{

@@ -4,27 +4,26 @@ import (
 	"fmt"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+	"github.com/searchfabric/sfemu/minicdc"
 )
 
-// datumRow is a ColumnSource over a full image held as datums by column
+// valueRow is a ColumnSource over a full image held as values by column
 // offset.
-type datumRow []value.Datum
+type valueRow []minicdc.Value
 
-func (r datumRow) Column(offset int, col *model.ColumnInfo) (value.Datum, error) {
+func (r valueRow) Column(offset int, col *minicdc.ColumnInfo) (minicdc.Value, error) {
 	if offset < 0 || offset >= len(r) {
-		return value.Datum{}, fmt.Errorf("column %q at offset %d outside the image (%d values)", col.Name.O, offset, len(r))
+		return minicdc.Value{}, fmt.Errorf("column %q at offset %d outside the image (%d values)", col.Name.O, offset, len(r))
 	}
 	return r[offset], nil
 }
 
-// RowDocument lowers one full row image of table ti (datums by column
+// RowDocument lowers one full row image of table ti (values by column
 // offset, rowKey its record key) to the canonical primary key and fields
 // the bridge ingests for it (N15-N19), through the same conversion the
 // row path uses. Consistency checks compare an upstream snapshot with the
 // emulator's documents through it, so every field type compares exactly.
-func RowDocument(ti *model.TableInfo, rowKey []byte, datums []value.Datum) (string, map[string]*apiv1.Value, error) {
+func RowDocument(ti *minicdc.TableInfo, rowKey []byte, values []minicdc.Value) (string, map[string]*apiv1.Value, error) {
 	s, err := buildShape(ti, nil)
 	if err != nil {
 		return "", nil, err
@@ -35,7 +34,7 @@ func RowDocument(ti *model.TableInfo, rowKey []byte, datums []value.Datum) (stri
 			c.slab.cur.release()
 		}
 	}()
-	if err := c.copyImage(s, ti, datumRow(datums), rowKey, ti.ID, 0, false); err != nil {
+	if err := c.copyImage(s, ti, valueRow(values), rowKey, ti.ID, 0, false); err != nil {
 		return "", nil, err
 	}
 	if err := c.buildKey(s); err != nil {

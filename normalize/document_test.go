@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
@@ -37,13 +38,13 @@ func TestRowDocumentEqualsRowPath(t *testing.T) {
 		datums[off] = d
 	}
 	sink := newFakeSink()
-	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: ti}}})
+	h := newHarness(t, sink, Config{Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(ti)}}})
 	h.upsert(42, 110, img)
 	h.checkpoint(map[int64]uint64{42: 120})
 	ms := sink.mutationsOf("table:42")
 	require.Len(t, ms, 1)
 
-	pk, fields, err := RowDocument(ti, recordKey(42, 7), datums)
+	pk, fields, err := RowDocument(mt(ti), recordKey(42, 7), minicdc.ValuesOf(datums))
 	require.NoError(t, err)
 	require.Equal(t, ms[0].GetPrimaryKey(), pk)
 	require.Equal(t, len(ms[0].GetFields()), len(fields))
@@ -52,7 +53,7 @@ func TestRowDocumentEqualsRowPath(t *testing.T) {
 	}
 	require.InDelta(t, 0.1, fields["f"].GetDoubleValue(), 0, "float32 as its shortest decimal")
 
-	_, _, err = RowDocument(ti, recordKey(42, 7), datums[:3])
+	_, _, err = RowDocument(mt(ti), recordKey(42, 7), minicdc.ValuesOf(datums[:3]))
 	require.ErrorContains(t, err, "outside the image")
 }
 
@@ -62,11 +63,12 @@ func FuzzRowDocument(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0x80, 0x3f}, []byte("t\x80\x00\x00\x00\x00\x00\x00\x2a_r\x80\x00\x00\x00\x00\x00\x00\x07"), uint8(8), uint8(3))
 	f.Add([]byte{}, []byte{}, uint8(0), uint8(0))
 	ti := intPKTable(42, "items", colDef{name: "v", tp: mysql.TypeTiDBVectorFloat32, flen: 1}, colDef{name: "j", tp: mysql.TypeJSON})
-	noPK := intPKTable(43, "nopk")
-	noPK.PKIsHandle = false
-	for _, c := range noPK.Columns {
+	noPKModel := intPKTable(43, "nopk")
+	noPKModel.PKIsHandle = false
+	for _, c := range noPKModel.Columns {
 		c.FieldType.SetFlag(0)
 	}
+	withPK, noPK := mt(ti), mt(noPKModel)
 	f.Fuzz(func(t *testing.T, payload, key []byte, n, kind uint8) {
 		datums := make([]value.Datum, int(n)%(len(ti.Columns)+2))
 		for i := range datums {
@@ -75,7 +77,7 @@ func FuzzRowDocument(f *testing.F) {
 		if len(datums) > 0 {
 			datums[0] = value.NewIntDatum(int64(n))
 		}
-		_, _, _ = RowDocument(ti, key, datums)
-		_, _, _ = RowDocument(noPK, key, datums)
+		_, _, _ = RowDocument(withPK, key, minicdc.ValuesOf(datums))
+		_, _, _ = RowDocument(noPK, key, minicdc.ValuesOf(datums))
 	})
 }

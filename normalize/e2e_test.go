@@ -65,8 +65,8 @@ func (f *feeder) change(tableID int64, ti *model.TableInfo, ts uint64, handle in
 	var rc mounter.RowChange
 	require.NoError(f.t, f.m.Decode(&e, ti, &rc))
 	require.NoError(f.t, f.cb.OnRowChanged(context.Background(), minicdc.RowChanged{
-		TableID: rc.TableID, StartTs: e.StartTs, CommitTs: ts, RowType: rc.RowType,
-		PreRow: rc.PreRow, Row: rc.Row, RowKey: rc.RowKey, TableInfo: ti,
+		TableID: rc.TableID, StartTs: e.StartTs, CommitTs: ts, RowType: minicdc.RowType(rc.RowType),
+		PreRow: minicdc.NewRow(rc.PreRow), Row: minicdc.NewRow(rc.Row), RowKey: rc.RowKey, TableInfo: mt(ti),
 	}))
 }
 
@@ -91,9 +91,9 @@ func TestE2EScriptedThroughEmulator(t *testing.T) {
 	users := intPKTable(200, "users")
 	users.Partition = &model.PartitionInfo{Enable: true, Definitions: []model.PartitionDefinition{{ID: 201, Name: ci("p0")}, {ID: 202, Name: ci("p1")}}}
 	tables := []Table{
-		{PhysicalID: 41, SchemaID: 2, Database: "shop", Info: items},
-		{PhysicalID: 201, SchemaID: 2, Database: "shop", Info: users},
-		{PhysicalID: 202, SchemaID: 2, Database: "shop", Info: users},
+		{PhysicalID: 41, SchemaID: 2, Database: "shop", Info: mt(items)},
+		{PhysicalID: 201, SchemaID: 2, Database: "shop", Info: mt(users)},
+		{PhysicalID: 202, SchemaID: 2, Database: "shop", Info: mt(users)},
 	}
 	// title is a keyword here (N18 override): with no text modality the
 	// reopened emulator has no async indexer (see the report on the
@@ -122,7 +122,7 @@ func TestE2EScriptedThroughEmulator(t *testing.T) {
 	withExtra := vals("gamma", 3)
 	withExtra["extra"] = value.NewIntDatum(9)
 	f.change(41, items2, 125, 3, nil, withExtra)
-	require.NoError(t, br.OnDDL(ctx, minicdc.DDLOutput{Event: ev}))
+	require.NoError(t, br.OnDDL(ctx, ddlOf(ev)))
 	require.NoError(t, br.OnCheckpoint(ctx, minicdc.Checkpoint{GlobalResolvedTs: 130, TableResolvedTs: map[int64]uint64{41: 130, 201: 130, 202: 130}}))
 
 	em.WaitIndexed() // text/vector apply asynchronously (E51)
@@ -140,13 +140,13 @@ func TestE2EScriptedThroughEmulator(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(130), res.StartTs)
 	require.Equal(t, uint64(2), res.Epoch)
-	tables[0].Info = items2
+	tables[0].Info = mt(items2)
 	br2, err := New(Config{ClientID: "e2e", StartTs: res.StartTs, Tables: tables, Roles: roles}, em)
 	require.NoError(t, err)
 	_, err = br2.Open(ctx)
 	require.NoError(t, err)
 	f.cb = br2
-	require.NoError(t, br2.OnDDL(ctx, minicdc.DDLOutput{Event: ev}), "replayed DDL is a no-op")
+	require.NoError(t, br2.OnDDL(ctx, ddlOf(ev)), "replayed DDL is a no-op")
 	f.change(41, items2, 125, 3, nil, withExtra) // redelivered, acknowledged: skipped
 	upd := vals("gamma2", 33)
 	upd["extra"] = value.NewIntDatum(10)
@@ -238,7 +238,7 @@ func TestE2EOverGRPC(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close(); srv.Stop(); _ = em.Close() })
 
 	items := intPKTable(41, "items")
-	br, err := New(Config{ClientID: "grpc", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: items}}}, NewGRPCSink(conn))
+	br, err := New(Config{ClientID: "grpc", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: mt(items)}}}, NewGRPCSink(conn))
 	require.NoError(t, err)
 	_, err = br.Open(ctx)
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestE2EOverGRPC(t *testing.T) {
 	f.change(41, items, 105, 2, nil, vals("beta", 2))
 	require.NoError(t, br.OnCheckpoint(ctx, minicdc.Checkpoint{TableResolvedTs: map[int64]uint64{41: 120}}))
 	ev, _ := addColumnDDL(items, 9, 125, 50, "extra", mysql.TypeLong)
-	require.NoError(t, br.OnDDL(ctx, minicdc.DDLOutput{Event: ev}))
+	require.NoError(t, br.OnDDL(ctx, ddlOf(ev)))
 	doc, err := em.GetDocument(ctx, &apiv1.GetDocumentRequest{Collection: "shop.items", PrimaryKey: "1", MinTs: 120})
 	require.NoError(t, err)
 	require.True(t, doc.GetFound())
@@ -267,14 +267,14 @@ func TestE2EContractRejectionIsFatal(t *testing.T) {
 	require.NoError(t, err)
 	defer em.Close()
 	items := intPKTable(41, "items")
-	br, err := New(Config{ClientID: "x", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: items}}}, em)
+	br, err := New(Config{ClientID: "x", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: mt(items)}}}, em)
 	require.NoError(t, err)
 	_, err = br.Open(ctx)
 	require.NoError(t, err)
 	// The zero-state version is 1, so a DDL carrying schema version 1 does
 	// not grow it: NON_MONOTONIC_SCHEMA (E25).
 	ev, _ := addColumnDDL(items, 9, 125, 1, "extra", mysql.TypeLong)
-	err = br.OnDDL(ctx, minicdc.DDLOutput{Event: ev})
+	err = br.OnDDL(ctx, ddlOf(ev))
 	require.Error(t, err)
 	require.Equal(t, emulator.Reason("NON_MONOTONIC_SCHEMA"), emulator.ReasonOf(err))
 	require.False(t, errors.Is(err, ErrReorderOverflow))
@@ -286,7 +286,7 @@ func TestMounterDeleteWithoutOldValue(t *testing.T) {
 	ctx := context.Background()
 	sink := newFakeSink()
 	items := intPKTable(41, "items")
-	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: items}}}, sink)
+	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: mt(items)}}}, sink)
 	require.NoError(t, err)
 	_, err = br.Open(ctx)
 	require.NoError(t, err)
@@ -314,7 +314,7 @@ func TestMounterClusteredCompositeKey(t *testing.T) {
 	ti.Indices = []*model.IndexInfo{{ID: 1, Name: ci("PRIMARY"), Primary: true, Unique: true, State: model.StatePublic,
 		Columns: []*model.IndexColumn{{Name: ci("a"), Offset: 0, Length: -1}, {Name: ci("b"), Offset: 1, Length: -1}}}}
 	sink := newFakeSink()
-	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 70, Database: "d", Info: ti}}}, sink)
+	br, err := New(Config{ClientID: "m", StartTs: 100, Tables: []Table{{PhysicalID: 70, Database: "d", Info: mt(ti)}}}, sink)
 	require.NoError(t, err)
 	_, err = br.Open(ctx)
 	require.NoError(t, err)
@@ -326,7 +326,7 @@ func TestMounterClusteredCompositeKey(t *testing.T) {
 	e := kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: tablecodec.EncodeRecordKey(nil, 70, h), Value: val, StartTs: 109, CRTs: 110}
 	var rc mounter.RowChange
 	require.NoError(t, m.Decode(&e, ti, &rc))
-	require.NoError(t, br.OnRowChanged(ctx, minicdc.RowChanged{TableID: 70, CommitTs: 110, RowType: rc.RowType, Row: rc.Row, PreRow: rc.PreRow, RowKey: rc.RowKey, TableInfo: ti}))
+	require.NoError(t, br.OnRowChanged(ctx, minicdc.RowChanged{TableID: 70, CommitTs: 110, RowType: minicdc.RowType(rc.RowType), Row: minicdc.NewRow(rc.Row), PreRow: minicdc.NewRow(rc.PreRow), RowKey: rc.RowKey, TableInfo: mt(ti)}))
 	require.NoError(t, br.OnCheckpoint(ctx, minicdc.Checkpoint{TableResolvedTs: map[int64]uint64{70: 120}}))
 	ms := sink.mutationsOf("table:70")
 	require.Len(t, ms, 1)

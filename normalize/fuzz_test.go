@@ -7,6 +7,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
 
@@ -82,7 +83,7 @@ func FuzzLower(f *testing.F) {
 		spec := &fieldSpec{name: "f", ftype: ft, dim: 2}
 		d := fuzzDatum(kind, num, b)
 		var c rowCopier
-		v, err := c.lower(spec, &d)
+		v, err := c.lower(spec, (*minicdc.Value)(&d))
 		if err != nil {
 			return
 		}

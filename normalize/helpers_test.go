@@ -3,6 +3,7 @@ package normalize
 import (
 	"context"
 	"flag"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
@@ -85,8 +86,8 @@ func intPKTable(id int64, name string, extra ...colDef) *model.TableInfo {
 // fakeRow is a ColumnSource over datums by column offset.
 type fakeRow map[int]value.Datum
 
-func (r fakeRow) Column(offset int, _ *model.ColumnInfo) (value.Datum, error) {
-	return r[offset], nil
+func (r fakeRow) Column(offset int, _ *minicdc.ColumnInfo) (minicdc.Value, error) {
+	return minicdc.Value(r[offset]), nil
 }
 
 // row builds the image of intPKTable: id, title, n.
@@ -116,19 +117,19 @@ func newHarness(t *testing.T, sink *fakeSink, cfg Config) *harness {
 	require.NoError(t, err)
 	h := &harness{t: t, sink: sink, b: b, ti: map[int64]*model.TableInfo{}, ctx: context.Background()}
 	for _, tb := range cfg.Tables {
-		h.ti[tb.PhysicalID] = tb.Info
+		h.ti[tb.PhysicalID] = modelOf(tb.Info)
 	}
 	return h
 }
 
 func (h *harness) upsert(table int64, ts uint64, r fakeRow) {
 	h.t.Helper()
-	require.NoError(h.t, h.b.AddRow(h.ctx, RowInput{TableID: table, CommitTs: ts, RowType: mounter.RowTypeInsert, Post: r, TableInfo: h.ti[table]}))
+	require.NoError(h.t, h.b.AddRow(h.ctx, RowInput{TableID: table, CommitTs: ts, RowType: minicdc.RowTypeInsert, Post: r, TableInfo: mt(h.ti[table])}))
 }
 
 func (h *harness) del(table int64, ts uint64, r fakeRow) {
 	h.t.Helper()
-	require.NoError(h.t, h.b.AddRow(h.ctx, RowInput{TableID: table, CommitTs: ts, RowType: mounter.RowTypeDelete, Pre: r, TableInfo: h.ti[table]}))
+	require.NoError(h.t, h.b.AddRow(h.ctx, RowInput{TableID: table, CommitTs: ts, RowType: minicdc.RowTypeDelete, Pre: r, TableInfo: mt(h.ti[table])}))
 }
 
 func (h *harness) checkpoint(m map[int64]uint64) {
@@ -136,9 +137,44 @@ func (h *harness) checkpoint(m map[int64]uint64) {
 	require.NoError(h.t, h.b.Checkpoint(h.ctx, m))
 }
 
+// models remembers the schema model each converted definition came from,
+// so tests can build DDL events from a table a Config names.
+var models sync.Map // *minicdc.TableInfo -> *model.TableInfo
+
+// mt is the runtime's definition of a test table model.
+func mt(ti *model.TableInfo) *minicdc.TableInfo {
+	m := minicdc.NewTableInfo(ti)
+	if m != nil {
+		models.Store(m, ti)
+	}
+	return m
+}
+
+func modelOf(t *minicdc.TableInfo) *model.TableInfo {
+	if v, ok := models.Load(t); ok {
+		return v.(*model.TableInfo)
+	}
+	return nil
+}
+
+// ddlOf is the runtime's DDL for a schema store event (no pre-DDL table:
+// the bridge does not read it).
+func ddlOf(ev *schemastore.DDLEvent) minicdc.DDL {
+	d := minicdc.NewDDL(ev, nil)
+	if d.Table != nil {
+		models.Store(d.Table, ev.TableInfo)
+	}
+	for i, t := range d.MultipleTables {
+		if t != nil {
+			models.Store(t, ev.MultipleTableInfos[i])
+		}
+	}
+	return d
+}
+
 func (h *harness) ddl(ev *schemastore.DDLEvent) {
 	h.t.Helper()
-	require.NoError(h.t, h.b.DDL(h.ctx, ev))
+	require.NoError(h.t, h.b.DDL(h.ctx, ddlOf(ev)))
 }
 
 // mutations returns every ingested mutation of partition in send order.

@@ -11,8 +11,7 @@ import (
 	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
+	"github.com/searchfabric/sfemu/minicdc"
 )
 
 // ColumnSource reads the columns of one borrowed row image. Values it
@@ -21,15 +20,15 @@ import (
 type ColumnSource interface {
 	// Column returns the value of the column at offset in
 	// TableInfo.Columns (col is that column).
-	Column(offset int, col *model.ColumnInfo) (value.Datum, error)
+	Column(offset int, col *minicdc.ColumnInfo) (minicdc.Value, error)
 }
 
 // BulkColumnSource is a ColumnSource that can decode a whole image in one
-// pass (mounter.Row.Datums); the bridge uses it for full images.
+// pass (minicdc.Row.Values); the bridge uses it for full images.
 type BulkColumnSource interface {
 	ColumnSource
-	// Datums fills dst (grown to len(TableInfo.Columns)) by column offset.
-	Datums(dst []value.Datum) ([]value.Datum, error)
+	// Values fills dst (grown to len(TableInfo.Columns)) by column offset.
+	Values(dst []minicdc.Value) ([]minicdc.Value, error)
 }
 
 // valKind is the owned form of a contract Value kind (E42).
@@ -190,13 +189,13 @@ func inChunk(c *chunk, vals []ownedVal) bool {
 // It is used only by that partition's delivery goroutine (M13).
 type rowCopier struct {
 	slab    slab
-	scratch []byte        // value bytes of the row being copied
-	keyBuf  []byte        // primary key being built
-	oldKey  []byte        // key of an update's old image
-	comp    []byte        // one key component
-	tmpVals []ownedVal    // scratch values of a key-only image
-	cur     []ownedVal    // values of the image being copied (slab or tmpVals)
-	datums  []value.Datum // a whole image from a BulkColumnSource
+	scratch []byte          // value bytes of the row being copied
+	keyBuf  []byte          // primary key being built
+	oldKey  []byte          // key of an update's old image
+	comp    []byte          // one key component
+	tmpVals []ownedVal      // scratch values of a key-only image
+	cur     []ownedVal      // values of the image being copied (slab or tmpVals)
+	datums  []minicdc.Value // a whole image from a BulkColumnSource
 }
 
 // RowError names the table, column and problem of a row that cannot be
@@ -217,7 +216,7 @@ func (e *RowError) Unwrap() error { return e.Err }
 // copyImage reads the shape's fields (only the key fields when keyOnly)
 // into c.cur and c.scratch. A full image's values go straight into slab
 // memory (they become the mutation's); a key-only image uses scratch.
-func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, rowKey []byte, tableID int64, commitTs uint64, keyOnly bool) error {
+func (c *rowCopier) copyImage(s *shape, ti *minicdc.TableInfo, src ColumnSource, rowKey []byte, tableID int64, commitTs uint64, keyOnly bool) error {
 	c.scratch = c.scratch[:0]
 	n := len(s.fields)
 	if keyOnly {
@@ -226,10 +225,10 @@ func (c *rowCopier) copyImage(s *shape, ti *model.TableInfo, src ColumnSource, r
 	} else {
 		c.cur = c.slab.takeVals(n)
 	}
-	var all []value.Datum
+	var all []minicdc.Value
 	if bulk, ok := src.(BulkColumnSource); ok && !keyOnly {
 		var err error
-		if c.datums, err = bulk.Datums(c.datums[:0]); err != nil {
+		if c.datums, err = bulk.Values(c.datums[:0]); err != nil {
 			return &RowError{TableID: tableID, CommitTs: commitTs, Err: err}
 		}
 		all = c.datums
@@ -285,9 +284,9 @@ func (c *rowCopier) useTmpVals(n int) {
 
 // lower converts one datum to the owned value of field f (N17, E42),
 // appending variable bytes to c.scratch.
-func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
+func (c *rowCopier) lower(f *fieldSpec, d *minicdc.Value) (ownedVal, error) {
 	k := d.Kind()
-	if k == value.KindNull {
+	if k == minicdc.ValueNull {
 		return ownedVal{kind: vNull}, nil
 	}
 	bad := func() (ownedVal, error) {
@@ -296,9 +295,9 @@ func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
 	switch f.ftype {
 	case apiv1.FieldType_FIELD_TYPE_INT:
 		switch k {
-		case value.KindInt64, value.KindYear:
+		case minicdc.ValueInt64, minicdc.ValueYear:
 			return ownedVal{kind: vInt, num: uint64(d.GetInt64())}, nil
-		case value.KindUint64:
+		case minicdc.ValueUint64:
 			if d.GetUint64() > math.MaxInt64 {
 				return ownedVal{}, fmt.Errorf("unsigned value %d overflows INT", d.GetUint64())
 			}
@@ -307,9 +306,9 @@ func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
 		return bad()
 	case apiv1.FieldType_FIELD_TYPE_UINT, apiv1.FieldType_FIELD_TYPE_BIT:
 		switch k {
-		case value.KindUint64, value.KindBit:
+		case minicdc.ValueUint64, minicdc.ValueBit:
 			return ownedVal{kind: vUint, num: d.GetUint64()}, nil
-		case value.KindInt64:
+		case minicdc.ValueInt64:
 			if d.GetInt64() < 0 {
 				return ownedVal{}, fmt.Errorf("negative value %d for unsigned field", d.GetInt64())
 			}
@@ -318,9 +317,9 @@ func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
 		return bad()
 	case apiv1.FieldType_FIELD_TYPE_FLOAT:
 		switch k {
-		case value.KindFloat64:
+		case minicdc.ValueFloat64:
 			return ownedVal{kind: vFloat, num: math.Float64bits(d.GetFloat64())}, nil
-		case value.KindFloat32:
+		case minicdc.ValueFloat32:
 			// The float32's shortest decimal, as TiDB shows it, not its
 			// widened binary value (0.1, not 0.10000000149011612).
 			var buf [32]byte
@@ -333,37 +332,37 @@ func (c *rowCopier) lower(f *fieldSpec, d *value.Datum) (ownedVal, error) {
 		}
 		return bad()
 	case apiv1.FieldType_FIELD_TYPE_BYTES:
-		if k != value.KindBytes && k != value.KindString {
+		if k != minicdc.ValueBytes && k != minicdc.ValueString {
 			return bad()
 		}
 		return c.appendRaw(vBytes, d.GetBytes()), nil
 	case apiv1.FieldType_FIELD_TYPE_STRING, apiv1.FieldType_FIELD_TYPE_ENUM, apiv1.FieldType_FIELD_TYPE_SET:
-		if k == value.KindString || k == value.KindBytes {
+		if k == minicdc.ValueString || k == minicdc.ValueBytes {
 			return c.appendRaw(vString, d.GetBytes()), nil
 		}
 		return c.appendText(vString, d)
 	case apiv1.FieldType_FIELD_TYPE_DECIMAL:
-		if k != value.KindDecimal {
+		if k != minicdc.ValueDecimal {
 			return bad()
 		}
 		return c.appendText(vString, d)
 	case apiv1.FieldType_FIELD_TYPE_TIME:
-		if k != value.KindTime {
+		if k != minicdc.ValueTime {
 			return bad()
 		}
 		return c.appendText(vString, d)
 	case apiv1.FieldType_FIELD_TYPE_DURATION:
-		if k != value.KindDuration {
+		if k != minicdc.ValueDuration {
 			return bad()
 		}
 		return c.appendText(vString, d)
 	case apiv1.FieldType_FIELD_TYPE_JSON:
-		if k != value.KindJSON {
+		if k != minicdc.ValueJSON {
 			return bad()
 		}
 		return c.appendText(vJSON, d)
 	case apiv1.FieldType_FIELD_TYPE_VECTOR:
-		if k != value.KindVectorFloat32 {
+		if k != minicdc.ValueVectorFloat32 {
 			return bad()
 		}
 		b := d.GetBytes()
@@ -385,7 +384,7 @@ func (c *rowCopier) appendRaw(k valKind, b []byte) ownedVal {
 	return ownedVal{kind: k, off: uint32(off), n: uint32(len(b))}
 }
 
-func (c *rowCopier) appendText(k valKind, d *value.Datum) (ownedVal, error) {
+func (c *rowCopier) appendText(k valKind, d *minicdc.Value) (ownedVal, error) {
 	off := len(c.scratch)
 	out, err := d.AppendText(c.scratch)
 	if err != nil {

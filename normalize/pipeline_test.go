@@ -60,7 +60,7 @@ func TestN39PipelinedDrainIsOrderedGapFreeAndSerial(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	sink := &serialSink{fakeSink: newFakeSink(), t: t, delay: 100 * time.Microsecond}
 	maxRows := 1 + rng.Intn(16)
-	h := newHarness(t, sink.fakeSink, Config{MaxBatchRows: maxRows, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}})
+	h := newHarness(t, sink.fakeSink, Config{MaxBatchRows: maxRows, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))}}})
 	// The bridge writes through the serial wrapper.
 	h.b.sink = sink
 	n := 200 + rng.Intn(300)
@@ -87,7 +87,7 @@ func TestN39PipelinedDrainIsOrderedGapFreeAndSerial(t *testing.T) {
 func TestN39PipelinedDrainFailsFast(t *testing.T) {
 	for _, failAt := range []int{1, 2, 5} {
 		sink := &serialSink{fakeSink: newFakeSink(), t: t, failAt: failAt}
-		h := newHarness(t, sink.fakeSink, Config{MaxBatchRows: 3, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: intPKTable(42, "items")}}})
+		h := newHarness(t, sink.fakeSink, Config{MaxBatchRows: 3, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(intPKTable(42, "items"))}}})
 		h.b.sink = sink
 		for i := 0; i < 30; i++ {
 			h.upsert(42, 110+uint64(i), row(int64(i), "x", 0))
@@ -114,7 +114,7 @@ func TestN21BatchesStayUnderMaxBatchBytes(t *testing.T) {
 	ti := intPKTable(42, "items", colDef{name: "body", tp: mysql.TypeBlob, flen: 65535}, colDef{name: "a_rather_long_column_name", tp: mysql.TypeDouble})
 	const limit = 4096
 	sink := newFakeSink()
-	h := newHarness(t, sink, Config{MaxBatchBytes: limit, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: ti}}})
+	h := newHarness(t, sink, Config{MaxBatchBytes: limit, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(ti)}}})
 	for i := 0; i < 300; i++ {
 		r := row(int64(i), strings.Repeat("t", rng.Intn(100)), rng.Int63())
 		r[3] = value.NewStringDatum(strings.Repeat("b", rng.Intn(1500)))

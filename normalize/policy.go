@@ -2,7 +2,7 @@ package normalize
 
 import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/minicdc"
 )
 
 // policyStrength orders the non-terminal classes (E27):
@@ -91,27 +91,21 @@ func metric(f *apiv1.Field) apiv1.VectorMetric {
 // must go. A truncated partition needs no floor: its old id leaves the
 // definition, which is REBUILD_IN_PLACE and deletes exactly that
 // partition's documents (E28, N34).
-func actionFloor(action int) apiv1.SchemaUpdatePolicy {
-	switch model.ActionType(action) {
-	case model.ActionTruncateTable:
+func actionFloor(action minicdc.DDLAction) apiv1.SchemaUpdatePolicy {
+	switch action {
+	case minicdc.ActionTruncateTable:
 		return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL
 	}
 	return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_UNSPECIFIED
 }
 
 // isDropAction reports DDLs that retire a whole table or database.
-func isDropAction(action int) bool {
-	switch model.ActionType(action) {
-	case model.ActionDropTable, model.ActionDropSchema, model.ActionDropView:
-		return true
-	}
-	return false
-}
+func isDropAction(action minicdc.DDLAction) bool { return action.IsDrop() }
 
 // Classify is the full N27 decision for one DDL and collection. dropAll is
 // set when the DDL retires the collection's table (drop table, drop
 // database, or every partition dropped).
-func Classify(action int, dropAll bool, old, next *apiv1.CollectionDefinition) apiv1.SchemaUpdatePolicy {
+func Classify(action minicdc.DDLAction, dropAll bool, old, next *apiv1.CollectionDefinition) apiv1.SchemaUpdatePolicy {
 	if old == nil {
 		return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION
 	}

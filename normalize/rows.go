@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/mounter"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/minicdc"
 )
 
 // RowInput is one row change as the bridge consumes it: the fields of
@@ -16,10 +15,10 @@ import (
 type RowInput struct {
 	TableID   int64
 	CommitTs  uint64
-	RowType   mounter.RowType
+	RowType   minicdc.RowType
 	Pre, Post ColumnSource // nil when the image is absent
 	RowKey    []byte
-	TableInfo *model.TableInfo
+	TableInfo *minicdc.TableInfo
 }
 
 // shapeKey identifies a schema version without keeping the TableInfo.
@@ -41,7 +40,7 @@ type shapeCache struct {
 
 const shapeCacheMax = 16
 
-func (c *shapeCache) get(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
+func (c *shapeCache) get(ti *minicdc.TableInfo, roles RoleOverrides) (*shape, error) {
 	if ti == nil {
 		return nil, fmt.Errorf("normalize: row without TableInfo")
 	}
@@ -88,12 +87,12 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 	}
 	c := &p.copier
 	switch in.RowType {
-	case mounter.RowTypeInsert, mounter.RowTypeUpdate:
+	case minicdc.RowTypeInsert, minicdc.RowTypeUpdate:
 		if in.Post == nil {
 			return &RowError{TableID: in.TableID, CommitTs: in.CommitTs, Err: fmt.Errorf("%s without a row image", in.RowType)}
 		}
 		hadOld := false
-		if in.RowType == mounter.RowTypeUpdate && in.Pre != nil {
+		if in.RowType == minicdc.RowTypeUpdate && in.Pre != nil {
 			// A key change is a delete of the old key plus an upsert (N15).
 			if err := c.copyImage(s, in.TableInfo, in.Pre, in.RowKey, in.TableID, in.CommitTs, true); err != nil {
 				return err
@@ -120,7 +119,7 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 			}
 		}
 		return b.buffer(ctx, p, up)
-	case mounter.RowTypeDelete:
+	case minicdc.RowTypeDelete:
 		if in.Pre != nil {
 			if err := c.copyImage(s, in.TableInfo, in.Pre, in.RowKey, in.TableID, in.CommitTs, true); err != nil {
 				return err
@@ -148,7 +147,7 @@ func (b *Bridge) buffer(ctx context.Context, p *partition, m Mutation) error {
 
 // keyFromRowKey fills the key of an int-handle table from the record key
 // when a delete carries no old image.
-func (c *rowCopier) keyFromRowKey(s *shape, ti *model.TableInfo, key []byte) error {
+func (c *rowCopier) keyFromRowKey(s *shape, ti *minicdc.TableInfo, key []byte) error {
 	if !s.rowID && !ti.PKIsHandle {
 		return fmt.Errorf("table %d has a clustered (common handle) key; the old image is required", ti.ID)
 	}

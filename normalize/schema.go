@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/pingcap/tidb/pkg/parser/mysql"
-
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
-	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
+	"github.com/searchfabric/sfemu/minicdc"
 )
 
 // RowIDField is the synthetic key field of tables keyed by the hidden
@@ -49,17 +47,17 @@ type shape struct {
 type RoleOverrides map[string]apiv1.FieldRole
 
 // buildShape lowers a table schema (N16-N18).
-func buildShape(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
+func buildShape(ti *minicdc.TableInfo, roles RoleOverrides) (*shape, error) {
 	if ti == nil {
 		return nil, fmt.Errorf("normalize: nil TableInfo")
 	}
 	s := &shape{}
 	byOffset := map[int]int{}
 	for off, c := range ti.Columns {
-		if c == nil || c.State != model.StatePublic || c.Hidden {
+		if c == nil || !c.Public || c.Hidden {
 			continue
 		}
-		if c.GeneratedExprString != "" && !c.GeneratedStored {
+		if c.Virtual {
 			continue // virtual generated: not stored in the row (N16)
 		}
 		ft, dim, err := fieldTypeOf(c)
@@ -69,29 +67,11 @@ func buildShape(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
 		byOffset[off] = len(s.fields)
 		s.fields = append(s.fields, fieldSpec{
 			name: c.Name.O, colID: c.ID, offset: off, ftype: ft, dim: dim,
-			unsigned: mysql.HasUnsignedFlag(c.FieldType.GetFlag()),
+			unsigned: c.Unsigned,
 		})
 	}
-	// Key columns (N16, N19).
-	var keyOffsets []int
-	switch {
-	case ti.PKIsHandle:
-		for off, c := range ti.Columns {
-			if c != nil && mysql.HasPriKeyFlag(c.FieldType.GetFlag()) {
-				keyOffsets = append(keyOffsets, off)
-				break
-			}
-		}
-	default:
-		for _, idx := range ti.Indices {
-			if idx != nil && idx.Primary && idx.State == model.StatePublic {
-				for _, ic := range idx.Columns {
-					keyOffsets = append(keyOffsets, ic.Offset)
-				}
-				break
-			}
-		}
-	}
+	// Key columns (N16, N19): the handle column or the primary index.
+	keyOffsets := ti.PrimaryKey
 	if len(keyOffsets) == 0 {
 		s.rowID = true
 		s.pk = []int{len(s.fields)}
@@ -133,67 +113,60 @@ func buildShape(ti *model.TableInfo, roles RoleOverrides) (*shape, error) {
 }
 
 // fieldTypeOf maps a TiDB column type to the contract's field type (N17).
-func fieldTypeOf(c *model.ColumnInfo) (apiv1.FieldType, uint32, error) {
-	ft := &c.FieldType
-	flag := ft.GetFlag()
-	switch ft.GetType() {
-	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
-		if mysql.HasUnsignedFlag(flag) {
+func fieldTypeOf(c *minicdc.ColumnInfo) (apiv1.FieldType, uint32, error) {
+	switch c.Type {
+	case minicdc.TypeInt:
+		if c.Unsigned {
 			return apiv1.FieldType_FIELD_TYPE_UINT, 0, nil
 		}
 		return apiv1.FieldType_FIELD_TYPE_INT, 0, nil
-	case mysql.TypeYear:
+	case minicdc.TypeYear:
 		return apiv1.FieldType_FIELD_TYPE_INT, 0, nil
-	case mysql.TypeFloat, mysql.TypeDouble:
+	case minicdc.TypeFloat, minicdc.TypeDouble:
 		return apiv1.FieldType_FIELD_TYPE_FLOAT, 0, nil
-	case mysql.TypeNewDecimal:
+	case minicdc.TypeDecimal:
 		return apiv1.FieldType_FIELD_TYPE_DECIMAL, 0, nil
-	case mysql.TypeDate, mysql.TypeNewDate, mysql.TypeDatetime, mysql.TypeTimestamp:
+	case minicdc.TypeDate, minicdc.TypeDatetime, minicdc.TypeTimestamp:
 		return apiv1.FieldType_FIELD_TYPE_TIME, 0, nil
-	case mysql.TypeDuration:
+	case minicdc.TypeDuration:
 		return apiv1.FieldType_FIELD_TYPE_DURATION, 0, nil
-	case mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString,
-		mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeBlob:
-		if isBinaryString(c) {
+	case minicdc.TypeString, minicdc.TypeBlob:
+		if c.Binary {
 			return apiv1.FieldType_FIELD_TYPE_BYTES, 0, nil
 		}
 		return apiv1.FieldType_FIELD_TYPE_STRING, 0, nil
-	case mysql.TypeJSON:
+	case minicdc.TypeJSON:
 		return apiv1.FieldType_FIELD_TYPE_JSON, 0, nil
-	case mysql.TypeEnum:
+	case minicdc.TypeEnum:
 		return apiv1.FieldType_FIELD_TYPE_ENUM, 0, nil
-	case mysql.TypeSet:
+	case minicdc.TypeSet:
 		return apiv1.FieldType_FIELD_TYPE_SET, 0, nil
-	case mysql.TypeBit:
+	case minicdc.TypeBit:
 		return apiv1.FieldType_FIELD_TYPE_BIT, 0, nil
-	case mysql.TypeTiDBVectorFloat32:
-		if n := ft.GetFlen(); n > 0 {
-			return apiv1.FieldType_FIELD_TYPE_VECTOR, uint32(n), nil
+	case minicdc.TypeVector:
+		if c.Flen > 0 {
+			return apiv1.FieldType_FIELD_TYPE_VECTOR, uint32(c.Flen), nil
 		}
 		return apiv1.FieldType_FIELD_TYPE_STRING, 0, nil // no fixed dimension: text form (N17)
 	}
-	return 0, 0, fmt.Errorf("unsupported column type 0x%02x", ft.GetType())
-}
-
-func isBinaryString(c *model.ColumnInfo) bool {
-	return c.FieldType.GetCharset() == "binary" || c.FieldType.GetCollate() == "binary"
+	return 0, 0, fmt.Errorf("unsupported column type 0x%02x", c.RawType)
 }
 
 // defaultRole is N18 for a non-key field.
-func defaultRole(ti *model.TableInfo, f *fieldSpec) apiv1.FieldRole {
+func defaultRole(ti *minicdc.TableInfo, f *fieldSpec) apiv1.FieldRole {
 	switch f.ftype {
 	case apiv1.FieldType_FIELD_TYPE_STRING:
 		if f.offset < 0 {
 			return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
 		}
 		c := ti.Columns[f.offset]
-		switch c.FieldType.GetType() {
-		case mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeBlob:
+		switch c.Type {
+		case minicdc.TypeBlob:
 			return apiv1.FieldRole_FIELD_ROLE_TEXT
-		case mysql.TypeTiDBVectorFloat32:
+		case minicdc.TypeVector:
 			return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
 		}
-		if c.FieldType.GetFlen() >= textMinLen || c.FieldType.GetFlen() < 0 {
+		if c.Flen >= textMinLen || c.Flen < 0 {
 			return apiv1.FieldRole_FIELD_ROLE_TEXT
 		}
 		return apiv1.FieldRole_FIELD_ROLE_KEYWORD

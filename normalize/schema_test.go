@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
@@ -50,7 +51,7 @@ func TestN17N18TypesAndRoles(t *testing.T) {
 	hidden := column(100, len(ti.Columns)+1, colDef{name: "hid", tp: mysql.TypeLong})
 	hidden.Hidden = true
 	ti.Columns = append(ti.Columns, virt, hidden)
-	s, err := buildShape(ti, RoleOverrides{"short": apiv1.FieldRole_FIELD_ROLE_TEXT, "id": apiv1.FieldRole_FIELD_ROLE_TEXT})
+	s, err := buildShape(mt(ti), RoleOverrides{"short": apiv1.FieldRole_FIELD_ROLE_TEXT, "id": apiv1.FieldRole_FIELD_ROLE_TEXT})
 	require.NoError(t, err)
 	byName := map[string]fieldSpec{}
 	for _, f := range s.fields {
@@ -79,12 +80,12 @@ func TestBuildShapeRejectsJSONKey(t *testing.T) {
 	ti := &model.TableInfo{ID: 5, Name: ci("t"), IsCommonHandle: true, State: model.StatePublic}
 	ti.Columns = []*model.ColumnInfo{column(1, 0, colDef{name: "j", tp: mysql.TypeJSON})}
 	ti.Indices = []*model.IndexInfo{{Primary: true, State: model.StatePublic, Columns: []*model.IndexColumn{{Offset: 0}}}}
-	_, err := buildShape(ti, nil)
+	_, err := buildShape(mt(ti), nil)
 	require.ErrorContains(t, err, "cannot be a key")
 	_, err = buildShape(nil, nil)
 	require.Error(t, err)
 	bad := intPKTable(6, "t", colDef{name: "g", tp: mysql.TypeGeometry})
-	_, err = buildShape(bad, nil)
+	_, err = buildShape(mt(bad), nil)
 	require.ErrorContains(t, err, "unsupported column type")
 }
 
@@ -113,7 +114,7 @@ func TestN17ValueLowering(t *testing.T) {
 	for _, c := range cases {
 		var rc rowCopier
 		f := fieldSpec{name: "x", ftype: c.ft}
-		v, err := rc.lower(&f, &c.d)
+		v, err := rc.lower(&f, (*minicdc.Value)(&c.d))
 		require.NoError(t, err, c.ft.String())
 		m := Mutation{Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, shape: &shape{fields: []fieldSpec{f}}, vals: []ownedVal{v}, data: rc.scratch, pkOff: uint32(len(rc.scratch))}
 		var a protoAlloc
@@ -122,13 +123,13 @@ func TestN17ValueLowering(t *testing.T) {
 	}
 	var rc rowCopier
 	d := value.NewIntDatum(-1)
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_UINT}, &d)
+	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_UINT}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "negative")
 	d = value.NewStringDatum("x")
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_INT}, &d)
+	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_INT}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "does not fit")
 	d = value.NewVectorFloat32Datum([]byte{3, 0, 0, 0, 1})
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_VECTOR}, &d)
+	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_VECTOR}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "does not match")
 }
 

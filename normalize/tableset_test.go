@@ -29,9 +29,9 @@ func twoCollections(t *testing.T) (*harness, *model.TableInfo) {
 	events := rangeTable(100, "events", 101, 102)
 	sink := newFakeSink()
 	h := newHarness(t, sink, Config{Tables: []Table{
-		{PhysicalID: 42, SchemaID: 1, Database: "shop", Info: intPKTable(42, "items")},
-		{PhysicalID: 101, SchemaID: 2, Database: "app", Info: events},
-		{PhysicalID: 102, SchemaID: 2, Database: "app", Info: events},
+		{PhysicalID: 42, SchemaID: 1, Database: "shop", Info: mt(intPKTable(42, "items"))},
+		{PhysicalID: 101, SchemaID: 2, Database: "app", Info: mt(events)},
+		{PhysicalID: 102, SchemaID: 2, Database: "app", Info: mt(events)},
 	}})
 	return h, events
 }
@@ -75,7 +75,7 @@ func TestN34AddPartitionMapsItAndN35ReportsAfterTheGroup(t *testing.T) {
 	// A later DDL is not applied: the change is reported instead.
 	puts := len(h.sink.puts)
 	ev3, _ := addColumnDDL(h.ti[42], 62, 130, 92, "y", mysql.TypeLong)
-	err := h.b.DDL(h.ctx, ev3)
+	err := h.b.DDL(h.ctx, ddlOf(ev3))
 	var tsc *TableSetChangedError
 	require.ErrorAs(t, err, &tsc)
 	require.Len(t, h.sink.puts, puts, "the later DDL is redelivered after the restart")
@@ -114,7 +114,7 @@ func TestN34AddPartitionMapsItAndN35ReportsAfterTheGroup(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(120), res.StartTs)
 	require.Equal(t, uint64(2), res.Epoch)
-	h2 := &harness{t: t, sink: h.sink, b: b2, ti: map[int64]*model.TableInfo{42: h.ti[42], 103: tsc.Tables[3].Info}, ctx: h.ctx}
+	h2 := &harness{t: t, sink: h.sink, b: b2, ti: map[int64]*model.TableInfo{42: h.ti[42], 103: modelOf(tsc.Tables[3].Info)}, ctx: h.ctx}
 	h2.upsert(42, 125, row(4, "later", 0))
 	h2.upsert(103, 131, row(5, "new partition", 0))
 	h2.checkpoint(map[int64]uint64{42: 140, 101: 140, 102: 140, 103: 140})
@@ -161,7 +161,8 @@ func TestN34TruncateTableReportsNewID(t *testing.T) {
 	require.Equal(t, int64(43), tsc.Tables[0].Info.ID)
 	// A DROP of the new id is recognised as this collection's.
 	ev := &schemastore.DDLEvent{JobID: 81, Type: int(model.ActionDropTable), TableID: 43, SchemaID: 1, SchemaName: "shop", SchemaVersion: 100, FinishedTs: 150}
-	require.True(t, affects(ev, h.b.collections[1]))
+	d := ddlOf(ev)
+	require.True(t, affects(&d, h.b.collections[1]))
 }
 
 // TestN34DropTableIsNotATableSetChange: dropping a whole table retires
