@@ -35,7 +35,7 @@ func (t tapped) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) error {
 	return t.next.OnRowChanged(ctx, ev)
 }
 
-func (t tapped) OnDDL(ctx context.Context, ev minicdc.DDLOutput) error {
+func (t tapped) OnDDL(ctx context.Context, ev minicdc.DDL) error {
 	if err := t.tap.OnDDL(ctx, ev); err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ type crashTap struct {
 
 func (c *crashTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
 func (c *crashTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
-func (c *crashTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
-	if strings.HasPrefix(ev.Event.Query, c.prefix) {
+func (c *crashTap) OnDDL(_ context.Context, ev minicdc.DDL) error {
+	if strings.HasPrefix(ev.Query, c.prefix) {
 		c.hit.Store(true)
 		return errCrash
 	}

@@ -37,7 +37,7 @@ func (g gcCallback) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) err
 	return g.next.OnRowChanged(ctx, ev)
 }
 
-func (g gcCallback) OnDDL(ctx context.Context, ev minicdc.DDLOutput) error {
+func (g gcCallback) OnDDL(ctx context.Context, ev minicdc.DDL) error {
 	return g.next.OnDDL(ctx, ev)
 }
 

@@ -459,11 +459,11 @@ func (o *orderTap) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error 
 	return nil
 }
 
-func (o *orderTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+func (o *orderTap) OnDDL(_ context.Context, ev minicdc.DDL) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if strings.Contains(ev.Event.Query, "DROP COLUMN stock") {
-		o.log = append(o.log, fmt.Sprintf("ddl %d", ev.Event.FinishedTs))
+	if strings.Contains(ev.Query, "DROP COLUMN stock") {
+		o.log = append(o.log, fmt.Sprintf("ddl %d", ev.FinishedTs))
 	}
 	return nil
 }

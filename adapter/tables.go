@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -45,7 +46,7 @@ func resolveTables(ctx context.Context, up *Upstream, refs []TableRef, ts uint64
 		for _, phys := range ti.PhysicalIDs() {
 			// An explicit collection binds the table (a renamed table keeps
 			// feeding it); otherwise Bridge.CollectionName decides.
-			tables = append(tables, normalize.Table{PhysicalID: phys, SchemaID: dbID, Database: ref.DB, Info: ti, Collection: ref.Collection})
+			tables = append(tables, normalize.Table{PhysicalID: phys, SchemaID: dbID, Database: ref.DB, Info: minicdc.NewTableInfo(ti), Collection: ref.Collection})
 		}
 	}
 	return tables, nil
@@ -114,7 +115,7 @@ func alignWithMapped(ctx context.Context, up *Upstream, sink normalize.Sink, ks 
 				ref.CollectionName(), mapped, ref, ts, err)
 		}
 		for _, id := range ids {
-			out = append(out, normalize.Table{PhysicalID: id, SchemaID: dbID, Database: ref.DB, Info: ti, Collection: ref.Collection})
+			out = append(out, normalize.Table{PhysicalID: id, SchemaID: dbID, Database: ref.DB, Info: minicdc.NewTableInfo(ti), Collection: ref.Collection})
 		}
 	}
 	return out, nil

@@ -456,10 +456,10 @@ func (h *holdTap) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error {
 	return nil
 }
 
-func (h *holdTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
+func (h *holdTap) OnDDL(_ context.Context, ev minicdc.DDL) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.armed && strings.HasPrefix(ev.Event.Query, "TRUNCATE TABLE") {
+	if h.armed && strings.HasPrefix(ev.Query, "TRUNCATE TABLE") {
 		h.armed, h.holding = false, true
 	}
 	return nil
@@ -497,7 +497,7 @@ type failTap struct {
 }
 
 func (f *failTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
-func (f *failTap) OnDDL(context.Context, minicdc.DDLOutput) error         { return nil }
+func (f *failTap) OnDDL(context.Context, minicdc.DDL) error               { return nil }
 func (f *failTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

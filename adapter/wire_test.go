@@ -240,7 +240,7 @@ func TestWire_GCHoldKeptOnFatalAndLossIsFatal(t *testing.T) {
 type failingTap struct{ err error }
 
 func (f failingTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return f.err }
-func (f failingTap) OnDDL(context.Context, minicdc.DDLOutput) error         { return nil }
+func (f failingTap) OnDDL(context.Context, minicdc.DDL) error               { return nil }
 func (f failingTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
 
 // With an explicit start ts (sfemu run --pd --start-ts), a table-set

@@ -11,7 +11,7 @@
 //	b.Open(ctx)             // epoch, bootstrap of new collections (zero-state tuple)
 //	minicdc.Start(..., b)   // b implements minicdc.Callback
 //
-// The sink is the in-process *emulator.Emulator or NewGRPCSink(conn).
+// The sink is the in-process *emulator.Emulator or grpcsink.New(conn).
 //
 // Row path: OnRowChanged copies the row into slab memory owned by its
 // partition and adds it to that partition's reorder buffer (bounded; a full

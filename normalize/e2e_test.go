@@ -15,6 +15,7 @@ import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/grpcapi"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize/grpcsink"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -224,7 +225,7 @@ func plain(v *apiv1.Value) any {
 }
 
 // TestE2EOverGRPC: the same bridge calls work against the emulator's gRPC
-// service through GRPCSink.
+// service through grpcsink.Sink.
 func TestE2EOverGRPC(t *testing.T) {
 	ctx := context.Background()
 	em, err := emulator.Open("", emulator.Options{})
@@ -238,7 +239,7 @@ func TestE2EOverGRPC(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close(); srv.Stop(); _ = em.Close() })
 
 	items := intPKTable(41, "items")
-	br, err := New(Config{ClientID: "grpc", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: mt(items)}}}, NewGRPCSink(conn))
+	br, err := New(Config{ClientID: "grpc", StartTs: 100, Tables: []Table{{PhysicalID: 41, Database: "shop", Info: mt(items)}}}, grpcsink.New(conn))
 	require.NoError(t, err)
 	_, err = br.Open(ctx)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/mounter"
@@ -131,8 +132,9 @@ func CheckConsistency(ctx context.Context, snap kvevent.SnapshotReader, emu *emu
 			byKey[d.PrimaryKey] = d
 		}
 		seen := map[string]bool{}
+		table := minicdc.NewTableInfo(snap.Table)
 		for _, row := range snap.Rows {
-			pk, want, err := normalize.RowDocument(snap.Table, row.Key, row.Values)
+			pk, want, err := normalize.RowDocument(table, row.Key, minicdc.ValuesOf(row.Values))
 			if err != nil {
 				return nil, fmt.Errorf("verify: %s row %x: %w", ref, row.Key, err)
 			}

@@ -167,7 +167,7 @@ func (t checkerTap) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error
 	return nil
 }
 
-func (t checkerTap) OnDDL(context.Context, minicdc.DDLOutput) error { return nil }
+func (t checkerTap) OnDDL(context.Context, minicdc.DDL) error { return nil }
 
 func (t checkerTap) OnCheckpoint(_ context.Context, cp minicdc.Checkpoint) error {
 	c := t.c

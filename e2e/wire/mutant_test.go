@@ -11,7 +11,6 @@ import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
-	"github.com/searchfabric/sfemu/upstream/mounter"
 )
 
 // A mutant is a deliberate bug put into one run, to show that the checks
@@ -197,14 +196,14 @@ func (t *mutantTap) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) err
 		t.m.mu.Lock()
 		cp := ev
 		cp.RowKey = append([]byte(nil), ev.RowKey...)
-		cp.Row, cp.PreRow, cp.TableInfo = mounter.Row{}, mounter.Row{}, nil
+		cp.Row, cp.PreRow, cp.TableInfo = minicdc.Row{}, minicdc.Row{}, nil
 		t.m.lastRow = &cp
 		t.m.mu.Unlock()
 	}
 	return t.next.OnRowChanged(ctx, ev)
 }
 
-func (t *mutantTap) OnDDL(ctx context.Context, ev minicdc.DDLOutput) error {
+func (t *mutantTap) OnDDL(ctx context.Context, ev minicdc.DDL) error {
 	return t.next.OnDDL(ctx, ev)
 }
 
