@@ -112,11 +112,7 @@ type ddlTap struct{ v *statusView }
 
 func (t ddlTap) OnRowChanged(context.Context, minicdc.RowChanged) error { return nil }
 func (t ddlTap) OnCheckpoint(context.Context, minicdc.Checkpoint) error { return nil }
-func (t ddlTap) OnDDL(_ context.Context, ev minicdc.DDLOutput) error {
-	e := ev.Event
-	if e == nil {
-		return nil
-	}
+func (t ddlTap) OnDDL(_ context.Context, e minicdc.DDL) error {
 	t.v.mu.Lock()
 	defer t.v.mu.Unlock()
 	t.v.ddls = append(t.v.ddls, httpapi.DDLEvent{Ts: e.FinishedTs, Table: e.SchemaName + "." + e.TableName, Query: oneLine(e.Query)})
