@@ -6,7 +6,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/searchfabric/sfemu/upstream/mounter"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
@@ -34,7 +34,7 @@ func TestN33RowOfDroppedCollectionIsFatal(t *testing.T) {
 	h, _ := oneTable(t, Config{})
 	h.upsert(42, 110, row(1, "a", 0))
 	h.ddl(&schemastore.DDLEvent{JobID: 20, Type: int(model.ActionDropTable), TableID: 42, SchemaName: "shop", SchemaVersion: 70, FinishedTs: 120})
-	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 125, RowType: mounter.RowTypeInsert, Post: row(2, "ghost", 0), TableInfo: h.ti[42]}))
+	require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 125, RowType: minicdc.RowTypeInsert, Post: row(2, "ghost", 0), TableInfo: mt(h.ti[42])}))
 	err := h.b.Checkpoint(h.ctx, map[int64]uint64{42: 130})
 	require.Error(t, err, "a row of a dropped table must not be ingested")
 	require.ErrorContains(t, err, `collection "shop.items" that is dropped`)
