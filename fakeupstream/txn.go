@@ -43,6 +43,9 @@ type Txn struct {
 	// smallTxn; probe is the search key its comparisons use for probeIdx.
 	sorted *btree.BTreeG[int]
 	probe  []byte
+	// allPrewritten: one Prewrite took the whole buffer (prewritten then
+	// stays empty).
+	allPrewritten bool
 }
 
 type savepoint struct {
@@ -198,7 +201,7 @@ func (t *Txn) RollbackToSavepoint() error {
 	if t.sp == nil {
 		return fmt.Errorf("fakeupstream: txn %d has no savepoint", t.startTs)
 	}
-	if len(t.prewritten) > 0 || t.committed {
+	if len(t.prewritten) > 0 || t.allPrewritten || t.committed {
 		return fmt.Errorf("fakeupstream: txn %d: rollback to savepoint after prewrite or commit", t.startTs)
 	}
 	for j := len(t.undo) - 1; j >= 0; j-- {
@@ -223,7 +226,7 @@ func (t *Txn) RollbackToSavepoint() error {
 // dropped and the store never hears of it (Rollback would leave rollback
 // records for every buffered key).
 func (t *Txn) Discard() error {
-	if len(t.prewritten) > 0 || t.committed {
+	if len(t.prewritten) > 0 || t.allPrewritten || t.committed {
 		return fmt.Errorf("fakeupstream: txn %d: discard after prewrite or commit (use Rollback)", t.startTs)
 	}
 	t.committed = true
@@ -362,20 +365,32 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 	if t.committed {
 		return fmt.Errorf("fakeupstream: txn %d already finished", t.startTs)
 	}
-	if len(keys) == 0 {
+	if t.allPrewritten {
+		return nil
+	}
+	var muts []mvcc.Mutation
+	all := len(keys) == 0 && len(t.prewritten) == 0
+	switch {
+	case all:
+		// The whole buffer in one request (a SQL COMMIT): no key list or
+		// set of prewritten keys, so a large txn's keys are not copied.
+		muts = t.muts
+	case len(keys) == 0:
 		for _, m := range t.muts {
 			if !t.prewritten[string(m.Key)] {
 				keys = append(keys, m.Key)
 			}
 		}
-	}
-	muts := make([]mvcc.Mutation, 0, len(keys))
-	for _, k := range keys {
-		m, err := t.mutation(k)
-		if err != nil {
-			return err
+		fallthrough
+	default:
+		muts = make([]mvcc.Mutation, 0, len(keys))
+		for _, k := range keys {
+			m, err := t.mutation(k)
+			if err != nil {
+				return err
+			}
+			muts = append(muts, m)
 		}
-		muts = append(muts, m)
 	}
 	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl}
 	t.c.mu.Lock()
@@ -407,6 +422,10 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 			return err
 		}
 	}
+	if all {
+		t.allPrewritten = true
+		return nil
+	}
 	if t.prewritten == nil {
 		t.prewritten = map[string]bool{}
 	}
@@ -430,6 +449,9 @@ func (t *Txn) Commit() (uint64, error) {
 }
 
 func (t *Txn) unprewritten() [][]byte {
+	if t.allPrewritten {
+		return nil
+	}
 	var out [][]byte
 	for _, m := range t.muts {
 		if !t.prewritten[string(m.Key)] {
@@ -528,7 +550,7 @@ func (t *Txn) Commit1PCAt(commitTs uint64) error {
 }
 
 func (t *Txn) commit1PCLocked(commitTs uint64) error {
-	if len(t.prewritten) > 0 || t.committed {
+	if len(t.prewritten) > 0 || t.allPrewritten || t.committed {
 		return fmt.Errorf("fakeupstream: txn %d: 1PC after prewrite or commit", t.startTs)
 	}
 	if err := t.c.checkCommitTs(t.startTs, commitTs); err != nil {

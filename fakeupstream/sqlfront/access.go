@@ -1,6 +1,7 @@
 package sqlfront
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -380,6 +381,70 @@ func partitionColumn(ti *model.TableInfo) *model.ColumnInfo {
 		return ti.ColumnByName(pi.Columns[0].L)
 	}
 	return ti.ColumnByName(trimQuotes(pi.Expr))
+}
+
+// heldRows is how many matching rows forMatches keeps decoded; past it
+// only their record keys are kept (in one arena) and each row is read
+// again when its turn comes, so a statement over a million rows holds
+// keys, not rows, besides the transaction's buffer.
+const heldRows = 1024
+
+// forMatches finds every row of ti that f matches (through the cheapest
+// access path, before any is written: a statement never sees its own
+// changes), then calls fn for each in key order of the path.
+func (s *Server) forMatches(txn *fakeupstream.Txn, ti *model.TableInfo, f *filter, fn func(*row) error) error {
+	p, err := s.planAccess(ti, f)
+	if err != nil {
+		return err
+	}
+	var rows []*row
+	var arena []byte
+	var ends []int
+	var physs []int64
+	err = s.eachRow(txn, ti, p, func(r *row) error {
+		ok, err := f.match(r)
+		if !ok || err != nil {
+			return err
+		}
+		if len(rows) < heldRows {
+			rows = append(rows, r)
+			return nil
+		}
+		arena = append(arena, r.key...)
+		ends = append(ends, len(arena))
+		physs = append(physs, r.physID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	start := 0
+	for i, end := range ends {
+		key := arena[start:end]
+		start = end
+		v, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			// An earlier row of this statement cannot have taken it: a
+			// key change onto an existing row is a duplicate error.
+			return fmt.Errorf("sqlfront: matched row %x of table %q vanished during the statement", key, ti.Name.O)
+		}
+		r, err := decodeRow(s.m, ti, physs[i], key, v)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // matchRows returns the rows of ti visible to txn that f matches, found

@@ -499,27 +499,23 @@ func (s *Server) update(txn *fakeupstream.Txn, e *tableEntry, st *ast.UpdateStmt
 		}
 		as = append(as, assign{c, a.Expr})
 	}
-	// Find every matching row before writing any, so the statement never
-	// sees its own changes (a moved key is not matched twice).
-	rows, err := s.matchRows(txn, ti, f)
-	if err != nil {
-		return 0, err
-	}
 	rowID := false
 	if hi, _ := ti.HandleColumns(); hi.Kind == model.HandleRowID {
 		rowID = true
 	}
 	n := 0
-	for _, r := range rows {
+	// Every matching row is found before any is written, so the statement
+	// never sees its own changes (a moved key is not matched twice).
+	err = s.forMatches(txn, ti, f, func(r *row) error {
 		nr := &row{datums: append([]value.Datum(nil), r.datums...)}
 		for _, a := range as {
 			lit, err := evalRowExpr(a.expr, ti, r.datums)
 			if err != nil {
-				return 0, unsupported("SET %s: %v", a.col.Name.O, err)
+				return unsupported("SET %s: %v", a.col.Name.O, err)
 			}
 			d, err := toDatum(lit, &a.col.FieldType, a.col.Name.O)
 			if err != nil {
-				return 0, fmt.Errorf("sqlfront: %w", err)
+				return fmt.Errorf("sqlfront: %w", err)
 			}
 			nr.datums[a.col.Offset] = d
 		}
@@ -528,14 +524,15 @@ func (s *Server) update(txn *fakeupstream.Txn, e *tableEntry, st *ast.UpdateStmt
 			id = r.handle.IntValue()
 		}
 		if err := s.locate(ti, nr, id); err != nil {
-			return 0, err
+			return err
 		}
 		if err := s.updateRow(txn, ti, r, nr); err != nil {
-			return 0, err
+			return err
 		}
 		n++
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }
 
 // updateRow replaces row r by nr: when the handle or the partition changed
@@ -605,16 +602,12 @@ func (s *Server) delete(txn *fakeupstream.Txn, e *tableEntry, where ast.ExprNode
 	if err != nil {
 		return 0, err
 	}
-	rows, err := s.matchRows(txn, ti, f)
-	if err != nil {
-		return 0, err
-	}
-	for _, r := range rows {
-		if err := s.removeRow(txn, ti, r); err != nil {
-			return 0, err
-		}
-	}
-	return len(rows), nil
+	n := 0
+	err = s.forMatches(txn, ti, f, func(r *row) error {
+		n++
+		return s.removeRow(txn, ti, r)
+	})
+	return n, err
 }
 
 // canSkipColumn says whether TiDB leaves a column out of the row value:
