@@ -77,6 +77,8 @@ type Config struct {
 	// MaxBatchBytes caps the estimated encoded size of a MutationBatch
 	// (N21); a batch holds at least one mutation.
 	MaxBatchBytes int64
+	// Spill sets the shared memory quota and the spill directory (RS1).
+	Spill SpillConfig
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -93,10 +95,10 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.CollectionName == nil {
 		out.CollectionName = DefaultCollectionName
 	}
-	if out.MaxUnsealedRows == 0 {
+	if out.MaxUnsealedRows == 0 && out.Spill.Memory == nil {
 		out.MaxUnsealedRows = DefaultMaxUnsealedRows
 	}
-	if out.MaxUnsealedBytes == 0 {
+	if out.MaxUnsealedBytes == 0 && out.Spill.Memory == nil {
 		out.MaxUnsealedBytes = DefaultMaxUnsealedBytes
 	}
 	if out.BackpressureWindow == 0 {
@@ -280,7 +282,8 @@ func (b *Bridge) newPartition(id int64, coll *collection) (*partition, error) {
 	pname := PartitionName(b.cfg.KeyspaceID, id)
 	w, err := reorder.NewWaiter[Mutation](reorder.Config{
 		Partition: pname, MaxUnsealedRows: b.cfg.MaxUnsealedRows, MaxUnsealedBytes: b.cfg.MaxUnsealedBytes,
-	}, b.cfg.Timer, b.cfg.BackpressureWindow)
+		Memory: b.cfg.Spill.Memory, Disk: b.cfg.Spill.Disk, Hint: b.cfg.Spill.Hint,
+	}, b.cfg.Timer, b.cfg.BackpressureWindow, b.bufferOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -463,18 +466,9 @@ func (e *OverflowError) Unwrap() []error {
 // must also match (M14); set in callback.go.
 var runtimeOverflowSentinels []error
 
-// drainAndIngest seals p at ts (ddl or checkpoint), drains, sequences and
-// ingests the sealed rows (N6, N21). Caller holds b.ctl.
-func (b *Bridge) drainAndIngest(ctx context.Context, p *partition, ts uint64, ddl bool) error {
-	var err error
-	if ddl {
-		p.drained, err = p.buf.SealDDL(ts, p.drained[:0])
-	} else {
-		p.drained, err = p.buf.SealCheckpoint(ts, p.drained[:0])
-	}
-	if err != nil {
-		return fmt.Errorf("normalize: %s: %w", p.name, err)
-	}
+// ingestDrained sequences and ingests the rows drained into p.drained
+// (N6, N21). Caller holds b.ctl.
+func (b *Bridge) ingestDrained(ctx context.Context, p *partition) error {
 	defer func() {
 		clear(p.drained) // release slab memory
 		p.drained = p.drained[:0]
@@ -577,6 +571,13 @@ type PartitionStats struct {
 	// both since Open.
 	RowsIn   uint64
 	Ingested uint64
+	// HeldBytes are charged to the memory quota (RS1); SpilledRows are on
+	// disk, not yet drained; SpilledBytes and SpillFiles are the runs not
+	// yet removed (RS4).
+	HeldBytes    int64
+	SpilledRows  int
+	SpilledBytes int64
+	SpillFiles   int
 }
 
 // Stats returns a snapshot per partition, sorted by partition name.
@@ -590,6 +591,9 @@ func (b *Bridge) Stats() []PartitionStats {
 		_ = p.buf.Do(func(buf *reorder.Buffer[Mutation]) error {
 			st.UnsealedRows, st.UnsealedBytes = buf.Unsealed()
 			st.SealedRows = buf.Sealed()
+			st.HeldBytes = buf.Held()
+			sp := buf.Spilled()
+			st.SpilledRows, st.SpilledBytes, st.SpillFiles = sp.Rows, sp.Bytes, sp.Files
 			return nil
 		})
 		out = append(out, st)

@@ -85,9 +85,22 @@ func (m *Mutation) PrimaryKey() string { return string(m.pk()) }
 
 func (m *Mutation) pk() []byte { return m.data[m.pkOff:] }
 
-// size is what the mutation costs against MaxUnsealedBytes (N9).
+// size is what the mutation costs against MaxUnsealedBytes (N9) and,
+// with the buffer's per-row bytes (reorder.ItemOverhead, which holds the
+// Mutation struct itself), against the memory quota (RS1): the bytes it
+// points to, measured by TestRS1_HeldBytesMatchTheHeap.
 func (m *Mutation) size() int64 {
-	return int64(len(m.data)) + int64(len(m.vals))*int64(unsafe.Sizeof(ownedVal{})) + 64
+	vals := int64(len(m.vals)) * int64(unsafe.Sizeof(ownedVal{}))
+	if m.chunk == nil {
+		return int64(len(m.data)) + vals // its own allocations
+	}
+	// In slab memory a chunk is retired when either its values or its
+	// bytes run out, so a row holds the larger of its two shares of the
+	// whole chunk (values and bytes): rows of few, short fields leave the
+	// bytes half empty, and that memory is held too.
+	const valsCap = slabVals * int64(unsafe.Sizeof(ownedVal{}))
+	const total = valsCap + slabBytes
+	return max(int64(len(m.data))*total/slabBytes, vals*total/valsCap)
 }
 
 // chunk is one block of slab memory. refs counts the buffered mutations

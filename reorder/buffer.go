@@ -203,7 +203,8 @@ type Buffer[T any] struct {
 	hasSeal       bool
 
 	store   RunStore[T]
-	runs    []*run[T] // finished runs with undrained rows, oldest first
+	release func(v *T) // WithRelease
+	runs    []*run[T]  // finished runs with undrained rows, oldest first
 	tail    *tailRun[T]
 	retired []*run[T] // drained runs, removed by Acknowledge
 	// spilledRows/Bytes: rows on disk not yet drained; bytes of every run
@@ -309,6 +310,10 @@ func (b *Buffer[T]) Add(commitTs uint64, size int64, v T) error {
 	err = b.appendTail(Item[T]{CommitTs: commitTs, Ordinal: b.next, Size: size, Value: v})
 	if err == nil {
 		b.next++
+		if b.release != nil {
+			held := v        // a copy, so v itself does not escape
+			b.release(&held) // the run holds the row now
+		}
 	}
 	b.check()
 	return err

@@ -77,6 +77,13 @@ func WithRuns[T any](store RunStore[T]) Option[T] {
 	return func(b *Buffer[T]) { b.store = store }
 }
 
+// WithRelease sets what the buffer calls on a value it drops from memory
+// without handing it out: after its row was written to a run, and on
+// Discard. The caller's value may hold pooled memory to give back.
+func WithRelease[T any](release func(v *T)) Option[T] {
+	return func(b *Buffer[T]) { b.release = release }
+}
+
 // run is one finished run and the buffer's read position in it.
 type run[T any] struct {
 	r       Run[T]

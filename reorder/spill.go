@@ -72,6 +72,9 @@ func (b *Buffer[T]) truncate(k int) {
 		drop := min(len(c)-start, b.n-k)
 		for i := len(c) - drop; i < len(c); i++ {
 			freed += c[i].Size + ItemOverhead[T]()
+			if b.release != nil {
+				b.release(&c[i].Value)
+			}
 		}
 		clear(c[len(c)-drop:])
 		b.chunks[last] = c[:len(c)-drop]
@@ -172,6 +175,14 @@ func (b *Buffer[T]) HasSealed() bool {
 // is returned, kept (Err) and refuses every later call; the rows already
 // appended to dst were taken.
 func (b *Buffer[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
+	return b.TakeUpTo(dst, n, -1)
+}
+
+// TakeUpTo is Take that also stops before the row that would take the
+// sizes taken past maxBytes (maxBytes < 0: no byte bound); it takes at
+// least one row when one is sealed. A spilled transaction is drained in
+// pieces this size (RS3).
+func (b *Buffer[T]) TakeUpTo(dst []Item[T], n int, maxBytes int64) ([]Item[T], error) {
 	if b.err != nil {
 		return dst, b.err
 	}
@@ -180,12 +191,15 @@ func (b *Buffer[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
 	}
 	start := len(dst)
 	defer func() { b.checkOut(dst[start:]) }()
+	taken := 0
+	var used int64 // sizes taken
 	if len(b.runs) == 0 {
-		dst = b.drainMemory(dst, n)
+		k, _ := b.memRows(n, maxBytes, taken, used, false, 0, 0)
+		dst = b.drainMemory(dst, k)
 		b.check()
 		return dst, nil
 	}
-	for n > 0 {
+	for taken < n {
 		// The smallest eligible run head, and the next smallest key of
 		// any other source: rows are taken from the best run while they
 		// stay below it (a whole run at a time for one big transaction).
@@ -220,21 +234,22 @@ func (b *Buffer[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
 			mem = b.at(0)
 		}
 		if best < 0 {
-			if mem == nil {
-				break
+			if mem != nil {
+				k, _ := b.memRows(n, maxBytes, taken, used, false, 0, 0)
+				dst = b.drainMemory(dst, k)
 			}
-			dst = b.drainMemory(dst, n)
 			break
 		}
 		r := b.runs[best]
 		if mem != nil && less(*mem, r.head) < 0 {
 			// Memory rows below the run's head.
-			k := 0
-			for k < b.sealedN && k < n && less(*b.at(k), r.head) < 0 {
-				k++
+			k, u := b.memRows(n, maxBytes, taken, used, true, r.head.CommitTs, r.head.Ordinal)
+			used = u
+			if k == 0 {
+				break // the byte bound
 			}
 			dst = b.drainMemory(dst, k)
-			n -= k
+			taken += k
 			continue
 		}
 		var bound *Item[T]
@@ -244,22 +259,25 @@ func (b *Buffer[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
 		if mem != nil && (bound == nil || less(*mem, *bound) < 0) {
 			bound = mem
 		}
-		// second and mem point into other runs / memory, which this loop
-		// does not move; copy the bound key so loadHead cannot alias it.
+		// Copy the bound's key: loadHead below reuses run heads.
 		var bk Item[struct{}]
 		hasBound := bound != nil
 		if hasBound {
 			bk = Item[struct{}]{CommitTs: bound.CommitTs, Ordinal: bound.Ordinal}
 		}
-		for n > 0 && r.hasHead && r.head.CommitTs <= b.sealed &&
+		progress := false
+		for taken < n && r.hasHead && r.head.CommitTs <= b.sealed &&
+			(maxBytes < 0 || taken == 0 || used+r.head.Size <= maxBytes) &&
 			(!hasBound || keyLess(r.head.CommitTs, r.head.Ordinal, bk.CommitTs, bk.Ordinal)) {
 			dst = append(dst, r.head)
+			used += r.head.Size
+			taken++
+			progress = true
 			var zero Item[T]
 			r.head = zero
 			r.hasHead = false
 			r.rows--
 			b.spilledRows--
-			n--
 			if err := b.loadHead(r); err != nil {
 				return dst, err
 			}
@@ -267,9 +285,32 @@ func (b *Buffer[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
 		if !r.hasHead && r.rd == nil {
 			b.retire(best)
 		}
+		if !progress {
+			break // the byte bound
+		}
 	}
 	b.check()
 	return dst, nil
+}
+
+// memRows counts the sealed rows in memory, from the first, that may be
+// taken after taken rows of used bytes: at most n in all, within maxBytes
+// (at least one row overall), and below (bts, bord) when bounded. It
+// returns the count and the bytes used with them.
+func (b *Buffer[T]) memRows(n int, maxBytes int64, taken int, used int64, bounded bool, bts, bord uint64) (int, int64) {
+	k := 0
+	for k < b.sealedN && taken+k < n {
+		it := b.at(k)
+		if bounded && !keyLess(it.CommitTs, it.Ordinal, bts, bord) {
+			break
+		}
+		if maxBytes >= 0 && taken+k > 0 && used+it.Size > maxBytes {
+			break
+		}
+		used += it.Size
+		k++
+	}
+	return k, used
 }
 
 func keyLess(ats, aord, bts, bord uint64) bool {

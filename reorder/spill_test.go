@@ -25,8 +25,9 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	type mrow struct {
-		ts  uint64
-		ord int
+		ts   uint64
+		ord  int
+		size int64
 	}
 	for round := 0; round < 60; round++ {
 		memLimit := int64(100 + rng.Intn(600))
@@ -87,7 +88,7 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 					require.NotNil(t, disk, "refused without a spill quota: %s", where())
 					continue
 				}
-				p.model = append(p.model, mrow{ts, ord})
+				p.model = append(p.model, mrow{ts, ord, size})
 				p.all++
 				ord++
 			case op < 15:
@@ -98,9 +99,13 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 				p.ddl = max(p.ddl, p.cp) + uint64(rng.Intn(5))
 				require.NoError(t, p.b.SealDDL(p.ddl), where())
 				p.seal = max(p.seal, p.ddl)
-			case op < 19: // bounded drain
+			case op < 19: // bounded drain (rows and bytes)
 				n := rng.Intn(8) - 1
-				got, err := p.b.Take(nil, n)
+				maxBytes := int64(-1)
+				if rng.Intn(2) == 0 {
+					maxBytes = int64(rng.Intn(120))
+				}
+				got, err := p.b.TakeUpTo(nil, n, maxBytes)
 				require.NoError(t, err, where())
 				var want, keep []mrow
 				for _, m := range p.model {
@@ -111,10 +116,13 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 					}
 				}
 				sort.SliceStable(want, func(i, j int) bool { return want[i].ts < want[j].ts })
-				if n >= 0 && n < len(want) {
-					keep = append(append([]mrow(nil), want[n:]...), keep...)
-					want = want[:n]
+				k, used := 0, int64(0)
+				for k < len(want) && (n < 0 || k < n) && (maxBytes < 0 || k == 0 || used+want[k].size <= maxBytes) {
+					used += want[k].size
+					k++
 				}
+				keep = append(append([]mrow(nil), want[k:]...), keep...)
+				want = want[:k]
 				p.model = keep
 				require.Len(t, got, len(want), where())
 				for i := range want {

@@ -197,6 +197,16 @@ func (w *Waiter[T]) Take(dst []Item[T], n int) ([]Item[T], error) {
 	return dst, err
 }
 
+// TakeUpTo is Do(TakeUpTo): up to n sealed rows and maxBytes into dst.
+func (w *Waiter[T]) TakeUpTo(dst []Item[T], n int, maxBytes int64) ([]Item[T], error) {
+	err := w.Do(func(b *Buffer[T]) error {
+		var err error
+		dst, err = b.TakeUpTo(dst, n, maxBytes)
+		return err
+	})
+	return dst, err
+}
+
 // Acknowledge is Do(Acknowledge): drained runs are removed.
 func (w *Waiter[T]) Acknowledge() error {
 	return w.Do(func(b *Buffer[T]) error { return b.Acknowledge() })
