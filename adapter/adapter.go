@@ -61,6 +61,9 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		return nil, errors.New("adapter: no physical tables to mirror")
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.prepareMemory(); err != nil {
+		return nil, err
+	}
 
 	rp, err := openResumePoint(ctx, up, cfg.sink(emu), resumeConfig{StartTs: cfg.StartTs, ClientID: cfg.ClientID, Bridge: cfg.Bridge}, tables)
 	if err != nil {
@@ -119,6 +122,11 @@ func (a *Adapter) Done() <-chan struct{} { return a.RT.Done() }
 func (a *Adapter) Close() error {
 	a.closeOnce.Do(func() {
 		err := a.RT.Close()
+		// What the reorder buffers still hold was not acknowledged: the
+		// next adapter redelivers it; return its memory and spill files.
+		if rerr := a.Bridge.Release(); err == nil && rerr != nil {
+			err = fmt.Errorf("adapter: releasing the reorder buffers: %w", rerr)
+		}
 		if serr := a.feed.stop(); err == nil && serr != nil {
 			err = fmt.Errorf("adapter: schema store source: %w", serr)
 		}

@@ -47,6 +47,9 @@ type Config struct {
 	// checkpoint when it reads through PD (ModeWire, ModeReal).
 	// ServiceID defaults to "sfemu-" + ClientID.
 	GC pd.ServiceSafePointConfig
+	// Memory is the memory and spill quota (RS1-RS5); a nil Quota gets
+	// DefaultMemoryQuota. Spill files go to DataDir/spill.
+	Memory Memory
 }
 
 // withDefaults fills the defaults documented on the fields.

@@ -578,6 +578,8 @@ type PartitionStats struct {
 	SpilledRows  int
 	SpilledBytes int64
 	SpillFiles   int
+	// SpillRuns counts the runs written since Open.
+	SpillRuns uint64
 }
 
 // Stats returns a snapshot per partition, sorted by partition name.
@@ -593,7 +595,7 @@ func (b *Bridge) Stats() []PartitionStats {
 			st.SealedRows = buf.Sealed()
 			st.HeldBytes = buf.Held()
 			sp := buf.Spilled()
-			st.SpilledRows, st.SpilledBytes, st.SpillFiles = sp.Rows, sp.Bytes, sp.Files
+			st.SpilledRows, st.SpilledBytes, st.SpillFiles, st.SpillRuns = sp.Rows, sp.Bytes, sp.Files, sp.Runs
 			return nil
 		})
 		out = append(out, st)
