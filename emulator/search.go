@@ -8,16 +8,21 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/vector"
 )
 
-// Search limits (E73).
+// Search limits (E73, E76, E77).
 const (
 	DefaultSearchLimit = 10
 	MaxSearchLimit     = 10000
-	rrfK               = 60
+	// MaxSearchOffset caps offset (E76): deeper pages use search_after.
+	MaxSearchOffset  = 10000
+	DefaultFacetSize = 10
+	MaxFacetSize     = 1000
+	rrfK             = 60
 )
 
-// Search runs a text, vector, filter-only or hybrid search (E70..E74).
+// Search runs a text, vector, filter-only or hybrid search (E70..E78).
 func (e *Emulator) Search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1.SearchResponse, error) {
 	resp, err := e.search(ctx, req)
 	return resp, e.reject("search", err)
@@ -26,6 +31,13 @@ func (e *Emulator) Search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 type leg struct {
 	pks    []string
 	scores map[string]float64 // text: BM25; vector: distance
+}
+
+// cand is one matching document with its ranking score (BM25, minus the
+// vector distance, the fused score, or 0 for filter-only searches).
+type cand struct {
+	pk    string
+	score float64
 }
 
 func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1.SearchResponse, error) {
@@ -40,6 +52,9 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	}
 	if limit > MaxSearchLimit {
 		return nil, contract.Errf(contract.ReasonInvalidQuery, "limit", fmt.Sprintf("<= %d", MaxSearchLimit), fmt.Sprint(req.GetLimit()), "limit too large")
+	}
+	if err := checkPaging(req); err != nil {
+		return nil, err
 	}
 	readTs, err := e.waitFresh(ctx, req.GetCollection(), req.GetMinTs())
 	if err != nil {
@@ -61,6 +76,17 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	if err := checkSearchOn(c, req); err != nil {
 		return nil, err
 	}
+	keys, err := sortKeysFor(c, req)
+	if err != nil {
+		return nil, err
+	}
+	cursor, err := checkSearchAfter(c, req, keys)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFacets(c, req); err != nil {
+		return nil, err
+	}
 	fs, err := compileFilters(c.schema, req.GetFilters())
 	if err != nil {
 		return nil, err
@@ -70,30 +96,44 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		ent, ok := c.docs.Get(pk)
 		return ok && !ent.Deleted && fs.match(ent.Fields)
 	}
-	window := limit
+	offset := int(req.GetOffset())
+	// needAll: the whole matching set is ranked (sorts by a field, cursors
+	// and facets need it); otherwise only the first offset+limit.
+	needAll := len(req.GetSort()) > 0 || len(req.GetSearchAfter()) > 0 || len(req.GetFacets()) > 0
+	window := offset + limit
 	if hasText && hasVec {
-		window = max(limit*4, 50)
+		window = max(window*4, 50)
 	}
 	resp := &apiv1.SearchResponse{ReadTs: readTs}
 	var textLeg, vecLeg *leg
+	var textAll []string // every text match (total, facets)
 	if hasText {
-		hits, err := c.textIdx.Search(req.GetText().GetQuery(), req.GetText().GetFields(), window, accept)
+		hits, err := c.textIdx.SearchAll(req.GetText().GetQuery(), req.GetText().GetFields(), accept)
 		if err != nil {
 			return nil, contract.Errf(contract.ReasonInvalidQuery, "text.query", "", "", "%v", err)
 		}
-		textLeg = &leg{scores: map[string]float64{}}
-		for _, h := range hits {
-			textLeg.pks = append(textLeg.pks, h.PK)
+		textLeg = &leg{scores: make(map[string]float64, len(hits))}
+		for i, h := range hits {
+			textAll = append(textAll, h.PK)
 			textLeg.scores[h.PK] = h.Score
+			if !hasVec || i < window {
+				textLeg.pks = append(textLeg.pks, h.PK)
+			}
 		}
 	}
+	var vecKeys []string // every vector candidate passing the filters
 	if hasVec {
 		vf := c.vectorField(req.GetVector().GetField())
 		idx := vf.idx
 		if m := req.GetVector().GetMetric(); m != apiv1.VectorMetric_VECTOR_METRIC_UNSPECIFIED && vectorMetric(m) != idx.Metric() {
 			return nil, contract.Errf(contract.ReasonInvalidQuery, "vector.metric", idx.Metric().String(), m.String(), "query metric must match the field's metric")
 		}
-		hits, err := idx.SearchFiltered(req.GetVector().GetVector(), window, accept)
+		k := window
+		if needAll && !hasText {
+			k = 0 // every candidate, ranked exactly
+		}
+		var hits []vector.Hit
+		hits, vecKeys, err = idx.SearchKeys(req.GetVector().GetVector(), k, k == 0, accept)
 		if err != nil {
 			return nil, contract.Errf(contract.ReasonInvalidQuery, "vector.vector", "", "", "%v", err)
 		}
@@ -104,53 +144,43 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		}
 	}
 
-	type scored struct {
-		pk    string
-		score float64
-	}
-	var ranked []scored
+	var ranked []cand
+	var matching func(yield func(pk string)) // the whole matching set
 	switch {
 	case textLeg != nil && vecLeg != nil:
-		fused := map[string]float64{}
-		if req.GetFusion() == apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED {
-			tw, vw := req.GetTextWeight(), req.GetVectorWeight()
-			if tw == 0 && vw == 0 {
-				tw, vw = 0.5, 0.5
-			}
-			for pk, s := range normalise(textLeg, false) {
-				fused[pk] += tw * s
-			}
-			for pk, s := range normalise(vecLeg, true) {
-				fused[pk] += vw * s
-			}
-		} else {
-			for i, pk := range textLeg.pks {
-				fused[pk] += 1 / float64(rrfK+i+1)
-			}
-			for i, pk := range vecLeg.pks {
-				fused[pk] += 1 / float64(rrfK+i+1)
+		ranked = fuse(req, textLeg, vecLeg)
+		inVec := make(map[string]bool, len(vecKeys))
+		for _, pk := range vecKeys {
+			inVec[pk] = true
+		}
+		resp.Total = uint64(len(vecKeys))
+		for _, pk := range textAll {
+			if !inVec[pk] {
+				resp.Total++
 			}
 		}
-		for pk, s := range fused {
-			ranked = append(ranked, scored{pk, s})
-		}
-		sort.Slice(ranked, func(i, j int) bool {
-			if ranked[i].score != ranked[j].score {
-				return ranked[i].score > ranked[j].score
+		matching = func(yield func(string)) {
+			for _, pk := range vecKeys {
+				yield(pk)
 			}
-			return ranked[i].pk < ranked[j].pk
-		})
-		resp.Total = uint64(len(ranked))
+			for _, pk := range textAll {
+				if !inVec[pk] {
+					yield(pk)
+				}
+			}
+		}
 	case textLeg != nil:
 		for _, pk := range textLeg.pks {
-			ranked = append(ranked, scored{pk, textLeg.scores[pk]})
+			ranked = append(ranked, cand{pk, textLeg.scores[pk]})
 		}
-		resp.Total = uint64(len(ranked))
+		resp.Total = uint64(len(textAll))
+		matching = eachOf(textAll)
 	case vecLeg != nil:
 		for _, pk := range vecLeg.pks {
-			ranked = append(ranked, scored{pk, -vecLeg.scores[pk]})
+			ranked = append(ranked, cand{pk, -vecLeg.scores[pk]})
 		}
-		resp.Total = uint64(len(ranked))
+		resp.Total = uint64(len(vecKeys))
+		matching = eachOf(vecKeys)
 	default:
 		keys, narrowed := []string(nil), false
 		if c.aux != nil {
@@ -163,17 +193,39 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		if !narrowed {
 			keys = c.docs.Keys()
 		}
+		var all []string
 		for _, pk := range keys {
 			if accept(pk) {
-				resp.Total++
-				if len(ranked) < limit {
-					ranked = append(ranked, scored{pk, 0})
+				all = append(all, pk)
+				if needAll || len(ranked) < window {
+					ranked = append(ranked, cand{pk, 0})
 				}
 			}
 		}
+		resp.Total = uint64(len(all))
+		matching = eachOf(all)
+	}
+	if len(req.GetFacets()) > 0 {
+		resp.Facets = facetCounts(c, req.GetFacets(), matching)
+	}
+	if len(req.GetSort()) > 0 {
+		sortCands(c, ranked, keys)
+	}
+	if cursor != nil {
+		i := sort.Search(len(ranked), func(i int) bool { return compareToCursor(c, ranked[i], keys, cursor) > 0 })
+		ranked = ranked[i:]
+	}
+	if offset >= len(ranked) {
+		ranked = nil
+	} else {
+		ranked = ranked[offset:]
 	}
 	if len(ranked) > limit {
 		ranked = ranked[:limit]
+	}
+	hl, err := highlighterFor(c, req)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range ranked {
 		h := &apiv1.SearchHit{PrimaryKey: r.pk, Score: r.score}
@@ -187,13 +239,61 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 				h.VectorDistance = math.Inf(1)
 			}
 		}
+		ent, _ := c.docs.Get(r.pk)
+		h.SortValues = sortValues(ent, r, keys)
+		if hl != nil {
+			h.Highlights = hl(ent)
+		}
 		if !req.GetKeysOnly() {
-			ent, _ := c.docs.Get(r.pk)
 			h.Fields = ent.Fields
 		}
 		resp.Hits = append(resp.Hits, h)
 	}
 	return resp, nil
+}
+
+func eachOf(pks []string) func(yield func(string)) {
+	return func(yield func(string)) {
+		for _, pk := range pks {
+			yield(pk)
+		}
+	}
+}
+
+// fuse ranks a hybrid search's legs by reciprocal rank fusion or by the
+// weighted sum of min-max normalised scores (E74).
+func fuse(req *apiv1.SearchRequest, textLeg, vecLeg *leg) []cand {
+	fused := map[string]float64{}
+	if req.GetFusion() == apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED {
+		tw, vw := req.GetTextWeight(), req.GetVectorWeight()
+		if tw == 0 && vw == 0 {
+			tw, vw = 0.5, 0.5
+		}
+		for pk, s := range normalise(textLeg, false) {
+			fused[pk] += tw * s
+		}
+		for pk, s := range normalise(vecLeg, true) {
+			fused[pk] += vw * s
+		}
+	} else {
+		for i, pk := range textLeg.pks {
+			fused[pk] += 1 / float64(rrfK+i+1)
+		}
+		for i, pk := range vecLeg.pks {
+			fused[pk] += 1 / float64(rrfK+i+1)
+		}
+	}
+	ranked := make([]cand, 0, len(fused))
+	for pk, s := range fused {
+		ranked = append(ranked, cand{pk, s})
+	}
+	sort.Slice(ranked, func(i, j int) bool {
+		if ranked[i].score != ranked[j].score {
+			return ranked[i].score > ranked[j].score
+		}
+		return ranked[i].pk < ranked[j].pk
+	})
+	return ranked
 }
 
 // checkSearchOn validates the text and vector legs against the generation

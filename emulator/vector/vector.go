@@ -168,6 +168,34 @@ func (x *Index) Len() int {
 	return len(x.pks)
 }
 
+// SearchKeys returns the k nearest vectors passing filter (k <= 0: all of
+// them, ranked) together with the keys of every vector passing filter, both
+// read under one lock so they describe the same state (rule VEC-S4): the
+// candidates of a k-NN search of any k. exact forces the exact scan.
+func (x *Index) SearchKeys(q []float32, k int, exact bool, filter func(pk string) bool) ([]Hit, []string, error) {
+	qv, err := x.checkQuery(q, max(k, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	keys := make([]string, 0, len(x.pks))
+	for _, pk := range x.pks {
+		if filter == nil || filter(pk) {
+			keys = append(keys, pk)
+		}
+	}
+	if k <= 0 {
+		k = max(len(keys), 1)
+	}
+	if x.g != nil && !exact {
+		if hits, ok := x.searchGraph(qv, k, filter); ok {
+			return hits, keys, nil
+		}
+	}
+	return x.searchExact(qv, k, filter), keys, nil
+}
+
 // UsingHNSW reports whether searches currently go through the HNSW graph.
 func (x *Index) UsingHNSW() bool {
 	x.mu.RLock()

@@ -2870,7 +2870,20 @@ type SearchRequest struct {
 	TextWeight   float64 `protobuf:"fixed64,8,opt,name=text_weight,json=textWeight,proto3" json:"text_weight,omitempty"`
 	VectorWeight float64 `protobuf:"fixed64,9,opt,name=vector_weight,json=vectorWeight,proto3" json:"vector_weight,omitempty"`
 	// Leave out the stored fields in hits.
-	KeysOnly      bool `protobuf:"varint,10,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`
+	KeysOnly bool `protobuf:"varint,10,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`
+	// Order of the hits (E75): sort keys in priority order, then the primary
+	// key ascending. Empty: by relevance (score descending), filter-only
+	// searches by primary key.
+	Sort []*SortField `protobuf:"bytes,11,rep,name=sort,proto3" json:"sort,omitempty"`
+	// Hits to skip before the first one returned (E76), 0..10000.
+	Offset int32 `protobuf:"varint,12,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Continue after the hit whose sort_values these are (E76): the last hit
+	// of the previous page of the same query.
+	SearchAfter []*Value `protobuf:"bytes,13,rep,name=search_after,json=searchAfter,proto3" json:"search_after,omitempty"`
+	// Counts over the whole matching set (E77).
+	Facets []*FacetRequest `protobuf:"bytes,14,rep,name=facets,proto3" json:"facets,omitempty"`
+	// Mark the query's terms in the text of matching hits (E78).
+	Highlight     *HighlightRequest `protobuf:"bytes,15,opt,name=highlight,proto3" json:"highlight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2975,6 +2988,418 @@ func (x *SearchRequest) GetKeysOnly() bool {
 	return false
 }
 
+func (x *SearchRequest) GetSort() []*SortField {
+	if x != nil {
+		return x.Sort
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetOffset() int32 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *SearchRequest) GetSearchAfter() []*Value {
+	if x != nil {
+		return x.SearchAfter
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetFacets() []*FacetRequest {
+	if x != nil {
+		return x.Facets
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetHighlight() *HighlightRequest {
+	if x != nil {
+		return x.Highlight
+	}
+	return nil
+}
+
+// SortField is one sort key (E75).
+type SortField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A KEYWORD, NUMERIC or PRIMARY_KEY field of a scalar type, or "_score".
+	Field         string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Descending    bool   `protobuf:"varint,2,opt,name=descending,proto3" json:"descending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SortField) Reset() {
+	*x = SortField{}
+	mi := &file_emulator_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SortField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SortField) ProtoMessage() {}
+
+func (x *SortField) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SortField.ProtoReflect.Descriptor instead.
+func (*SortField) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SortField) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *SortField) GetDescending() bool {
+	if x != nil {
+		return x.Descending
+	}
+	return false
+}
+
+// FacetRequest asks for counts over the matching set (E77): term counts of a
+// KEYWORD field, or numeric range buckets of a NUMERIC field when ranges
+// are given.
+type FacetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Field string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// Term facets: the number of terms returned (0 means 10, at most 1000).
+	Size uint32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// Numeric facets: buckets [from, to); an absent bound is open.
+	Ranges        []*FacetRange `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FacetRequest) Reset() {
+	*x = FacetRequest{}
+	mi := &file_emulator_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FacetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FacetRequest) ProtoMessage() {}
+
+func (x *FacetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FacetRequest.ProtoReflect.Descriptor instead.
+func (*FacetRequest) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FacetRequest) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *FacetRequest) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FacetRequest) GetRanges() []*FacetRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+type FacetRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  *float64               `protobuf:"fixed64,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
+	To    *float64               `protobuf:"fixed64,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	// Bucket name; default "<from>-<to>" with an empty side for an open bound.
+	Key           string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FacetRange) Reset() {
+	*x = FacetRange{}
+	mi := &file_emulator_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FacetRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FacetRange) ProtoMessage() {}
+
+func (x *FacetRange) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FacetRange.ProtoReflect.Descriptor instead.
+func (*FacetRange) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FacetRange) GetFrom() float64 {
+	if x != nil && x.From != nil {
+		return *x.From
+	}
+	return 0
+}
+
+func (x *FacetRange) GetTo() float64 {
+	if x != nil && x.To != nil {
+		return *x.To
+	}
+	return 0
+}
+
+func (x *FacetRange) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type FacetResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Field   string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Buckets []*FacetBucket         `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// Matching documents with no value (absent or null) for the field.
+	Missing uint64 `protobuf:"varint,3,opt,name=missing,proto3" json:"missing,omitempty"`
+	// Matching documents with a value whose term is not among the buckets
+	// returned (term facets only).
+	Other         uint64 `protobuf:"varint,4,opt,name=other,proto3" json:"other,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FacetResult) Reset() {
+	*x = FacetResult{}
+	mi := &file_emulator_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FacetResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FacetResult) ProtoMessage() {}
+
+func (x *FacetResult) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FacetResult.ProtoReflect.Descriptor instead.
+func (*FacetResult) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *FacetResult) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *FacetResult) GetBuckets() []*FacetBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *FacetResult) GetMissing() uint64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *FacetResult) GetOther() uint64 {
+	if x != nil {
+		return x.Other
+	}
+	return 0
+}
+
+type FacetBucket struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The term (its canonical text, E14) or the range key.
+	Key   string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Count uint64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// The term's value (term facets only).
+	Value         *Value `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FacetBucket) Reset() {
+	*x = FacetBucket{}
+	mi := &file_emulator_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FacetBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FacetBucket) ProtoMessage() {}
+
+func (x *FacetBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FacetBucket.ProtoReflect.Descriptor instead.
+func (*FacetBucket) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *FacetBucket) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *FacetBucket) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *FacetBucket) GetValue() *Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// HighlightRequest marks the query's terms in TEXT fields (E78).
+type HighlightRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TEXT fields to highlight; empty means the fields the text query
+	// searched.
+	Fields []string `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
+	// Markers around each matching term; default "<em>" and "</em>".
+	PreTag        string `protobuf:"bytes,2,opt,name=pre_tag,json=preTag,proto3" json:"pre_tag,omitempty"`
+	PostTag       string `protobuf:"bytes,3,opt,name=post_tag,json=postTag,proto3" json:"post_tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HighlightRequest) Reset() {
+	*x = HighlightRequest{}
+	mi := &file_emulator_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HighlightRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HighlightRequest) ProtoMessage() {}
+
+func (x *HighlightRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HighlightRequest.ProtoReflect.Descriptor instead.
+func (*HighlightRequest) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *HighlightRequest) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *HighlightRequest) GetPreTag() string {
+	if x != nil {
+		return x.PreTag
+	}
+	return ""
+}
+
+func (x *HighlightRequest) GetPostTag() string {
+	if x != nil {
+		return x.PostTag
+	}
+	return ""
+}
+
 type SearchHit struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	PrimaryKey string                 `protobuf:"bytes,1,opt,name=primary_key,json=primaryKey,proto3" json:"primary_key,omitempty"`
@@ -2983,13 +3408,19 @@ type SearchHit struct {
 	TextScore      float64           `protobuf:"fixed64,3,opt,name=text_score,json=textScore,proto3" json:"text_score,omitempty"`
 	VectorDistance float64           `protobuf:"fixed64,4,opt,name=vector_distance,json=vectorDistance,proto3" json:"vector_distance,omitempty"`
 	Fields         map[string]*Value `protobuf:"bytes,5,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The hit's sort keys (E75), one per SortField (null for a missing
+	// value; the score for "_score") and then the primary key; pass them as
+	// search_after to get the next page.
+	SortValues []*Value `protobuf:"bytes,6,rep,name=sort_values,json=sortValues,proto3" json:"sort_values,omitempty"`
+	// Highlighted text per field that has a matching term (E78).
+	Highlights    map[string]string `protobuf:"bytes,7,rep,name=highlights,proto3" json:"highlights,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchHit) Reset() {
 	*x = SearchHit{}
-	mi := &file_emulator_proto_msgTypes[32]
+	mi := &file_emulator_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3432,7 @@ func (x *SearchHit) String() string {
 func (*SearchHit) ProtoMessage() {}
 
 func (x *SearchHit) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[32]
+	mi := &file_emulator_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3445,7 @@ func (x *SearchHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
 func (*SearchHit) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{32}
+	return file_emulator_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SearchHit) GetPrimaryKey() string {
@@ -3052,20 +3483,38 @@ func (x *SearchHit) GetFields() map[string]*Value {
 	return nil
 }
 
+func (x *SearchHit) GetSortValues() []*Value {
+	if x != nil {
+		return x.SortValues
+	}
+	return nil
+}
+
+func (x *SearchHit) GetHighlights() map[string]string {
+	if x != nil {
+		return x.Highlights
+	}
+	return nil
+}
+
 type SearchResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Hits   []*SearchHit           `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
 	ReadTs uint64                 `protobuf:"varint,2,opt,name=read_ts,json=readTs,proto3" json:"read_ts,omitempty"`
-	// Number of matching documents before the limit (exact for filter-only
-	// searches; the candidate count otherwise).
-	Total         uint64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	// Number of matching documents before offset, search_after and limit
+	// (E76): text matches, documents with a vector in the searched field, or
+	// documents passing the filters; for hybrid searches the union of both
+	// legs. Filters apply to every count.
+	Total uint64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	// One result per FacetRequest, in request order (E77).
+	Facets        []*FacetResult `protobuf:"bytes,4,rep,name=facets,proto3" json:"facets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_emulator_proto_msgTypes[33]
+	mi := &file_emulator_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3526,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[33]
+	mi := &file_emulator_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3539,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{33}
+	return file_emulator_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SearchResponse) GetHits() []*SearchHit {
@@ -3114,6 +3563,13 @@ func (x *SearchResponse) GetTotal() uint64 {
 	return 0
 }
 
+func (x *SearchResponse) GetFacets() []*FacetResult {
+	if x != nil {
+		return x.Facets
+	}
+	return nil
+}
+
 // ContractError is attached as a gRPC status detail (and returned as the HTTP
 // error body) for every rejection (E90). reason is one of the stable reason
 // codes listed in specs/emulator-contract.md.
@@ -3130,7 +3586,7 @@ type ContractError struct {
 
 func (x *ContractError) Reset() {
 	*x = ContractError{}
-	mi := &file_emulator_proto_msgTypes[34]
+	mi := &file_emulator_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3598,7 @@ func (x *ContractError) String() string {
 func (*ContractError) ProtoMessage() {}
 
 func (x *ContractError) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[34]
+	mi := &file_emulator_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3611,7 @@ func (x *ContractError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContractError.ProtoReflect.Descriptor instead.
 func (*ContractError) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{34}
+	return file_emulator_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ContractError) GetReason() string {
@@ -3392,7 +3848,7 @@ const file_emulator_proto_rawDesc = "" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12+\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x1b.sfemu.emulator.v1.FilterOpR\x02op\x12.\n" +
 	"\x05value\x18\x03 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value\x120\n" +
-	"\x06values\x18\x04 \x03(\v2\x18.sfemu.emulator.v1.ValueR\x06values\"\x97\x03\n" +
+	"\x06values\x18\x04 \x03(\v2\x18.sfemu.emulator.v1.ValueR\x06values\"\x9a\x05\n" +
 	"\rSearchRequest\x12\x1e\n" +
 	"\n" +
 	"collection\x18\x01 \x01(\tR\n" +
@@ -3407,7 +3863,41 @@ const file_emulator_proto_rawDesc = "" +
 	"textWeight\x12#\n" +
 	"\rvector_weight\x18\t \x01(\x01R\fvectorWeight\x12\x1b\n" +
 	"\tkeys_only\x18\n" +
-	" \x01(\bR\bkeysOnly\"\xa1\x02\n" +
+	" \x01(\bR\bkeysOnly\x120\n" +
+	"\x04sort\x18\v \x03(\v2\x1c.sfemu.emulator.v1.SortFieldR\x04sort\x12\x16\n" +
+	"\x06offset\x18\f \x01(\x05R\x06offset\x12;\n" +
+	"\fsearch_after\x18\r \x03(\v2\x18.sfemu.emulator.v1.ValueR\vsearchAfter\x127\n" +
+	"\x06facets\x18\x0e \x03(\v2\x1f.sfemu.emulator.v1.FacetRequestR\x06facets\x12A\n" +
+	"\thighlight\x18\x0f \x01(\v2#.sfemu.emulator.v1.HighlightRequestR\thighlight\"A\n" +
+	"\tSortField\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1e\n" +
+	"\n" +
+	"descending\x18\x02 \x01(\bR\n" +
+	"descending\"o\n" +
+	"\fFacetRequest\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\x125\n" +
+	"\x06ranges\x18\x03 \x03(\v2\x1d.sfemu.emulator.v1.FacetRangeR\x06ranges\"\\\n" +
+	"\n" +
+	"FacetRange\x12\x17\n" +
+	"\x04from\x18\x01 \x01(\x01H\x00R\x04from\x88\x01\x01\x12\x13\n" +
+	"\x02to\x18\x02 \x01(\x01H\x01R\x02to\x88\x01\x01\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03keyB\a\n" +
+	"\x05_fromB\x05\n" +
+	"\x03_to\"\x8d\x01\n" +
+	"\vFacetResult\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x128\n" +
+	"\abuckets\x18\x02 \x03(\v2\x1e.sfemu.emulator.v1.FacetBucketR\abuckets\x12\x18\n" +
+	"\amissing\x18\x03 \x01(\x04R\amissing\x12\x14\n" +
+	"\x05other\x18\x04 \x01(\x04R\x05other\"e\n" +
+	"\vFacetBucket\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x04R\x05count\x12.\n" +
+	"\x05value\x18\x03 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value\"^\n" +
+	"\x10HighlightRequest\x12\x16\n" +
+	"\x06fields\x18\x01 \x03(\tR\x06fields\x12\x17\n" +
+	"\apre_tag\x18\x02 \x01(\tR\x06preTag\x12\x19\n" +
+	"\bpost_tag\x18\x03 \x01(\tR\apostTag\"\xe9\x03\n" +
 	"\tSearchHit\x12\x1f\n" +
 	"\vprimary_key\x18\x01 \x01(\tR\n" +
 	"primaryKey\x12\x14\n" +
@@ -3415,14 +3905,23 @@ const file_emulator_proto_rawDesc = "" +
 	"\n" +
 	"text_score\x18\x03 \x01(\x01R\ttextScore\x12'\n" +
 	"\x0fvector_distance\x18\x04 \x01(\x01R\x0evectorDistance\x12@\n" +
-	"\x06fields\x18\x05 \x03(\v2(.sfemu.emulator.v1.SearchHit.FieldsEntryR\x06fields\x1aS\n" +
+	"\x06fields\x18\x05 \x03(\v2(.sfemu.emulator.v1.SearchHit.FieldsEntryR\x06fields\x129\n" +
+	"\vsort_values\x18\x06 \x03(\v2\x18.sfemu.emulator.v1.ValueR\n" +
+	"sortValues\x12L\n" +
+	"\n" +
+	"highlights\x18\a \x03(\v2,.sfemu.emulator.v1.SearchHit.HighlightsEntryR\n" +
+	"highlights\x1aS\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value:\x028\x01\"q\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value:\x028\x01\x1a=\n" +
+	"\x0fHighlightsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
 	"\x0eSearchResponse\x120\n" +
 	"\x04hits\x18\x01 \x03(\v2\x1c.sfemu.emulator.v1.SearchHitR\x04hits\x12\x17\n" +
 	"\aread_ts\x18\x02 \x01(\x04R\x06readTs\x12\x14\n" +
-	"\x05total\x18\x03 \x01(\x04R\x05total\"\x8b\x01\n" +
+	"\x05total\x18\x03 \x01(\x04R\x05total\x126\n" +
+	"\x06facets\x18\x04 \x03(\v2\x1e.sfemu.emulator.v1.FacetResultR\x06facets\"\x8b\x01\n" +
 	"\rContractError\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x1a\n" +
@@ -3530,7 +4029,7 @@ func file_emulator_proto_rawDescGZIP() []byte {
 }
 
 var file_emulator_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_emulator_proto_goTypes = []any{
 	(ClientKind)(0),                     // 0: sfemu.emulator.v1.ClientKind
 	(FieldType)(0),                      // 1: sfemu.emulator.v1.FieldType
@@ -3575,12 +4074,19 @@ var file_emulator_proto_goTypes = []any{
 	(*VectorQuery)(nil),                 // 40: sfemu.emulator.v1.VectorQuery
 	(*Filter)(nil),                      // 41: sfemu.emulator.v1.Filter
 	(*SearchRequest)(nil),               // 42: sfemu.emulator.v1.SearchRequest
-	(*SearchHit)(nil),                   // 43: sfemu.emulator.v1.SearchHit
-	(*SearchResponse)(nil),              // 44: sfemu.emulator.v1.SearchResponse
-	(*ContractError)(nil),               // 45: sfemu.emulator.v1.ContractError
-	nil,                                 // 46: sfemu.emulator.v1.Mutation.FieldsEntry
-	nil,                                 // 47: sfemu.emulator.v1.Document.FieldsEntry
-	nil,                                 // 48: sfemu.emulator.v1.SearchHit.FieldsEntry
+	(*SortField)(nil),                   // 43: sfemu.emulator.v1.SortField
+	(*FacetRequest)(nil),                // 44: sfemu.emulator.v1.FacetRequest
+	(*FacetRange)(nil),                  // 45: sfemu.emulator.v1.FacetRange
+	(*FacetResult)(nil),                 // 46: sfemu.emulator.v1.FacetResult
+	(*FacetBucket)(nil),                 // 47: sfemu.emulator.v1.FacetBucket
+	(*HighlightRequest)(nil),            // 48: sfemu.emulator.v1.HighlightRequest
+	(*SearchHit)(nil),                   // 49: sfemu.emulator.v1.SearchHit
+	(*SearchResponse)(nil),              // 50: sfemu.emulator.v1.SearchResponse
+	(*ContractError)(nil),               // 51: sfemu.emulator.v1.ContractError
+	nil,                                 // 52: sfemu.emulator.v1.Mutation.FieldsEntry
+	nil,                                 // 53: sfemu.emulator.v1.Document.FieldsEntry
+	nil,                                 // 54: sfemu.emulator.v1.SearchHit.FieldsEntry
+	nil,                                 // 55: sfemu.emulator.v1.SearchHit.HighlightsEntry
 }
 var file_emulator_proto_depIdxs = []int32{
 	0,  // 0: sfemu.emulator.v1.RequestMeta.client_kind:type_name -> sfemu.emulator.v1.ClientKind
@@ -3598,7 +4104,7 @@ var file_emulator_proto_depIdxs = []int32{
 	18, // 12: sfemu.emulator.v1.PutCollectionSchemaResponse.lineage:type_name -> sfemu.emulator.v1.Lineage
 	20, // 13: sfemu.emulator.v1.Value.vector_value:type_name -> sfemu.emulator.v1.FloatVector
 	5,  // 14: sfemu.emulator.v1.Mutation.kind:type_name -> sfemu.emulator.v1.MutationKind
-	46, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
+	52, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
 	22, // 16: sfemu.emulator.v1.MutationBatch.mutations:type_name -> sfemu.emulator.v1.Mutation
 	6,  // 17: sfemu.emulator.v1.IngestResponse.outcome:type_name -> sfemu.emulator.v1.IngestOutcome
 	7,  // 18: sfemu.emulator.v1.ModalityProgress.modality:type_name -> sfemu.emulator.v1.Modality
@@ -3609,7 +4115,7 @@ var file_emulator_proto_depIdxs = []int32{
 	30, // 23: sfemu.emulator.v1.CollectionStatus.rebuild:type_name -> sfemu.emulator.v1.RebuildStatus
 	29, // 24: sfemu.emulator.v1.ListCollectionsResponse.collections:type_name -> sfemu.emulator.v1.CollectionStatus
 	27, // 25: sfemu.emulator.v1.GetProgressResponse.partitions:type_name -> sfemu.emulator.v1.PartitionState
-	47, // 26: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
+	53, // 26: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
 	36, // 27: sfemu.emulator.v1.GetDocumentResponse.document:type_name -> sfemu.emulator.v1.Document
 	3,  // 28: sfemu.emulator.v1.VectorQuery.metric:type_name -> sfemu.emulator.v1.VectorMetric
 	9,  // 29: sfemu.emulator.v1.Filter.op:type_name -> sfemu.emulator.v1.FilterOp
@@ -3619,32 +4125,42 @@ var file_emulator_proto_depIdxs = []int32{
 	40, // 33: sfemu.emulator.v1.SearchRequest.vector:type_name -> sfemu.emulator.v1.VectorQuery
 	41, // 34: sfemu.emulator.v1.SearchRequest.filters:type_name -> sfemu.emulator.v1.Filter
 	10, // 35: sfemu.emulator.v1.SearchRequest.fusion:type_name -> sfemu.emulator.v1.HybridFusion
-	48, // 36: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
-	43, // 37: sfemu.emulator.v1.SearchResponse.hits:type_name -> sfemu.emulator.v1.SearchHit
-	21, // 38: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 39: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 40: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	23, // 41: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
-	25, // 42: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
-	17, // 43: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
-	31, // 44: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
-	32, // 45: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
-	34, // 46: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
-	37, // 47: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
-	42, // 48: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
-	24, // 49: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
-	26, // 50: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
-	19, // 51: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
-	29, // 52: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
-	33, // 53: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
-	35, // 54: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
-	38, // 55: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
-	44, // 56: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
-	49, // [49:57] is the sub-list for method output_type
-	41, // [41:49] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	43, // 36: sfemu.emulator.v1.SearchRequest.sort:type_name -> sfemu.emulator.v1.SortField
+	21, // 37: sfemu.emulator.v1.SearchRequest.search_after:type_name -> sfemu.emulator.v1.Value
+	44, // 38: sfemu.emulator.v1.SearchRequest.facets:type_name -> sfemu.emulator.v1.FacetRequest
+	48, // 39: sfemu.emulator.v1.SearchRequest.highlight:type_name -> sfemu.emulator.v1.HighlightRequest
+	45, // 40: sfemu.emulator.v1.FacetRequest.ranges:type_name -> sfemu.emulator.v1.FacetRange
+	47, // 41: sfemu.emulator.v1.FacetResult.buckets:type_name -> sfemu.emulator.v1.FacetBucket
+	21, // 42: sfemu.emulator.v1.FacetBucket.value:type_name -> sfemu.emulator.v1.Value
+	54, // 43: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
+	21, // 44: sfemu.emulator.v1.SearchHit.sort_values:type_name -> sfemu.emulator.v1.Value
+	55, // 45: sfemu.emulator.v1.SearchHit.highlights:type_name -> sfemu.emulator.v1.SearchHit.HighlightsEntry
+	49, // 46: sfemu.emulator.v1.SearchResponse.hits:type_name -> sfemu.emulator.v1.SearchHit
+	46, // 47: sfemu.emulator.v1.SearchResponse.facets:type_name -> sfemu.emulator.v1.FacetResult
+	21, // 48: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 49: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 50: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	23, // 51: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
+	25, // 52: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
+	17, // 53: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
+	31, // 54: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
+	32, // 55: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
+	34, // 56: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
+	37, // 57: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
+	42, // 58: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
+	24, // 59: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
+	26, // 60: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
+	19, // 61: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
+	29, // 62: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
+	33, // 63: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
+	35, // 64: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
+	38, // 65: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
+	50, // 66: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
+	59, // [59:67] is the sub-list for method output_type
+	51, // [51:59] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_emulator_proto_init() }
@@ -3663,13 +4179,14 @@ func file_emulator_proto_init() {
 		(*Value_JsonValue)(nil),
 		(*Value_VectorValue)(nil),
 	}
+	file_emulator_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_emulator_proto_rawDesc), len(file_emulator_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   38,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
