@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/memquota"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/spill"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 )
@@ -31,8 +32,8 @@ func spillConfig(t *testing.T, quota int64) (SpillConfig, string) {
 
 func twoTables() []Table {
 	return []Table{
-		{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: intPKTable(42, "items")},
-		{PhysicalID: 43, SchemaID: 2, Database: "shop", Info: intPKTable(43, "orders")},
+		{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: mt(intPKTable(42, "items"))},
+		{PhysicalID: 43, SchemaID: 2, Database: "shop", Info: mt(intPKTable(43, "orders"))},
 	}
 }
 
@@ -128,7 +129,7 @@ func (f *failNthIngest) Ingest(ctx context.Context, b *apiv1.MutationBatch) (*ap
 // duplicate - with contiguous seqs in the new epoch.
 func TestN40_CrashBetweenBatchesOfOneTransaction(t *testing.T) {
 	sink := newFakeSink()
-	tables := []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: intPKTable(42, "items")}}
+	tables := []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: mt(intPKTable(42, "items"))}}
 	const rows = 5000
 	load := func(h *harness) {
 		for i := 0; i < rows; i++ {
@@ -141,7 +142,7 @@ func TestN40_CrashBetweenBatchesOfOneTransaction(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Open(context.Background())
 	require.NoError(t, err)
-	h := &harness{t: t, sink: sink, b: b, ti: map[int64]*model.TableInfo{42: tables[0].Info}, ctx: context.Background()}
+	h := &harness{t: t, sink: sink, b: b, ti: map[int64]*model.TableInfo{42: modelOf(tables[0].Info)}, ctx: context.Background()}
 	load(h)
 	err = b.Checkpoint(context.Background(), map[int64]uint64{42: 250})
 	require.ErrorContains(t, err, "injected crash before batch 3")
@@ -177,15 +178,16 @@ func TestN40_CrashBetweenBatchesOfOneTransaction(t *testing.T) {
 func TestRS1_HeldBytesMatchTheHeap(t *testing.T) {
 	mem, err := memquota.New("memory-quota", 1<<30)
 	require.NoError(t, err)
-	h := newHarness(t, newFakeSink(), Config{Tables: []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: intPKTable(42, "items")}},
+	h := newHarness(t, newFakeSink(), Config{Tables: []Table{{PhysicalID: 42, SchemaID: 2, Database: "shop", Info: mt(intPKTable(42, "items"))}},
 		Spill: SpillConfig{Memory: mem}})
 	title := strings.Repeat("t", 40)
 	const n = 100_000
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	ti := mt(h.ti[42]) // one converted definition (h.upsert converts per row)
 	for i := 0; i < n; i++ {
-		h.upsert(42, 200, row(int64(i), title, int64(i)))
+		require.NoError(t, h.b.AddRow(h.ctx, RowInput{TableID: 42, CommitTs: 200, RowType: minicdc.RowTypeInsert, Post: row(int64(i), title, int64(i)), TableInfo: ti}))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
