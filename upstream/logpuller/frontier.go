@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/searchfabric/sfemu/internal/invariants"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
@@ -35,6 +36,9 @@ type frontier struct {
 	minTs    uint64
 	minCount int
 	minValid bool
+	// floor is the smallest the minimum may ever be again (LP7: it never
+	// decreases); kept up to date only under the invariants build tag.
+	floor uint64
 }
 
 func newFrontier(span kvevent.Span, ts uint64) *frontier {
@@ -97,6 +101,9 @@ func (f *frontier) lock(sub kvevent.Span, owner uint64) (uint64, error) {
 	f.ranges = slices.Replace(f.ranges, i, j, repl...)
 	f.byOwner[owner] = held
 	f.minValid = false
+	if invariants.Enabled {
+		f.checkInvariants("lock")
+	}
 	return minTs, nil
 }
 
@@ -108,6 +115,9 @@ func (f *frontier) unlock(owner uint64) (kvevent.Span, uint64, bool) {
 	}
 	delete(f.byOwner, owner)
 	r.owner = 0
+	if invariants.Enabled {
+		f.checkInvariants("unlock")
+	}
 	return kvevent.Span{StartKey: r.start, EndKey: r.end}, r.ts, true
 }
 
@@ -123,6 +133,9 @@ func (f *frontier) forward(owner, ts uint64) bool {
 		}
 	}
 	r.ts = ts
+	if invariants.Enabled {
+		f.checkInvariants("forward")
+	}
 	return true
 }
 
@@ -132,7 +145,25 @@ func (f *frontier) min() uint64 {
 		f.minTs, f.minCount = scanMin(f.ranges)
 		f.minValid = true
 	}
+	if invariants.Enabled {
+		f.checkInvariants("min")
+	}
 	return f.minTs
+}
+
+// checkInvariants re-checks the whole frontier after an operation (LP12,
+// under the invariants build tag only: it costs a scan of every range).
+// The cover must be sound, the cached minimum must equal a full scan's,
+// and the minimum must not have fallen below any earlier one.
+func (f *frontier) checkInvariants(op string) {
+	if err := f.check(); err != nil {
+		panic(fmt.Sprintf("logpuller invariant (LP12) broken after frontier %s: %v", op, err))
+	}
+	m, _ := scanMin(f.ranges)
+	if m < f.floor {
+		panic(fmt.Sprintf("logpuller invariant (LP7) broken after frontier %s: the span minimum fell from %d to %d", op, f.floor, m))
+	}
+	f.floor = m
 }
 
 // scanMin is the min ts over ranges and how many ranges hold it.

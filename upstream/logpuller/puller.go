@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
+
+	"github.com/searchfabric/sfemu/internal/invariants"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
@@ -210,6 +212,9 @@ func (p *SpanPuller) FailRegion(regionID uint64, reason RetryReason, cause *cdcp
 	if !ok {
 		return nil
 	}
+	if invariants.Enabled {
+		checkMatcher(regionID, st.m)
+	}
 	delete(p.regions, regionID)
 	p.heldBytes -= st.m.bytes
 	span, ts, _ := p.front.unlock(regionID)
@@ -236,6 +241,9 @@ func (p *SpanPuller) HandleEvent(ev *cdcpb.Event) (*RegionRetry, error) {
 		retry, err := p.handleRows(st, e.Entries.Entries)
 		if ferr := p.flush(); err == nil {
 			err = ferr
+		}
+		if invariants.Enabled {
+			p.checkHeld()
 		}
 		return retry, err
 	case *cdcpb.Event_Error:
@@ -279,6 +287,9 @@ func (p *SpanPuller) forwardRegion(st *regionState, ts uint64) {
 }
 
 func (p *SpanPuller) maybeAdvance() {
+	if invariants.Enabled {
+		p.checkEmitted(false)
+	}
 	m := p.front.min()
 	if m <= p.emittedTs {
 		return
@@ -432,6 +443,9 @@ func (p *SpanPuller) emit(st *regionState, r *cdcpb.Event_Row) error {
 func (p *SpanPuller) flush() error {
 	if len(p.batch) == 0 {
 		return nil
+	}
+	if invariants.Enabled {
+		p.checkEmitted(true)
 	}
 	p.stats.Rows += uint64(len(p.batch))
 	p.cfg.Consumer.ConsumeKV(p.batch)

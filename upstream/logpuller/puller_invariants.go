@@ -1,0 +1,52 @@
+package logpuller
+
+import "fmt"
+
+// The checks below run only under the invariants build tag (callers guard
+// them with invariants.Enabled, so normal builds compile them out). A
+// failure is a bug in the core, never bad input: they panic, naming the
+// rule (specs/logpuller.md LP12).
+
+// checkEmitted: the frontier never falls below what the span emitted, and
+// nothing about to be delivered is at or below it (LP7, LP9).
+func (p *SpanPuller) checkEmitted(batch bool) {
+	if m := p.front.min(); m < p.emittedTs {
+		panic(fmt.Sprintf("logpuller invariant (LP7) broken: span frontier %d below the emitted resolved ts %d", m, p.emittedTs))
+	}
+	if !batch {
+		return
+	}
+	for _, e := range p.batch {
+		if e.CRTs <= p.emittedTs {
+			panic(fmt.Sprintf("logpuller invariant (LP9) broken: row of key %x commit_ts %d delivered at or below the emitted resolved ts %d",
+				e.Key, e.CRTs, p.emittedTs))
+		}
+	}
+}
+
+// checkHeld: the span's held-bytes count is the sum over its live regions'
+// matchers, and an empty matcher holds nothing (LP11).
+func (p *SpanPuller) checkHeld() {
+	sum := 0
+	for id, st := range p.regions {
+		if st.m.bytes < 0 || (len(st.m.unmatched) == 0 && st.m.bytes != 0) {
+			panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher holds %d bytes in %d entries", id, st.m.bytes, len(st.m.unmatched)))
+		}
+		sum += st.m.bytes
+	}
+	if sum != p.heldBytes {
+		panic(fmt.Sprintf("logpuller invariant (LP11) broken: span counts %d held bytes, its regions' matchers %d", p.heldBytes, sum))
+	}
+}
+
+// checkMatcher recounts one matcher's bytes from its entries (a scan of
+// the matcher: done when a region is dropped, not on every row).
+func checkMatcher(regionID uint64, m *matcher) {
+	n := 0
+	for k, e := range m.unmatched {
+		n += len(k.key) + len(e.value) + len(e.oldValue) + 64
+	}
+	if n != m.bytes {
+		panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher counts %d bytes, its entries hold %d", regionID, m.bytes, n))
+	}
+}
