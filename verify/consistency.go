@@ -319,3 +319,19 @@ func ReadTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string
 	}
 	return out, nil
 }
+
+// CheckNow takes clock's current ts, waits (up to wait) until every
+// collection of tables has safe_ts at it, and compares the tables read
+// through snap at that ts with their collections (CheckConsistency). It
+// returns the ts it checked at.
+func CheckNow(ctx context.Context, clock kvevent.Clock, snap kvevent.SnapshotReader, emu *emulator.Emulator, tables []TableRef, wait time.Duration) (uint64, []Diff, error) {
+	ts, err := clock.CurrentTs(ctx)
+	if err != nil {
+		return ts, nil, err
+	}
+	if err := WaitSafe(ctx, emu, tables, ts, wait); err != nil {
+		return ts, nil, err
+	}
+	diffs, err := CheckConsistency(ctx, snap, emu, tables, ts)
+	return ts, diffs, err
+}

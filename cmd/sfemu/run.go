@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/searchfabric/sfemu/adapter"
+	"github.com/searchfabric/sfemu/adapter/datadir"
+	"github.com/searchfabric/sfemu/adapter/workload"
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/grpcapi"
@@ -31,7 +32,6 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/demo"
 	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
 	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
-	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/pd"
 	"github.com/searchfabric/sfemu/verify"
@@ -253,7 +253,7 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 	}
 	// One sfemu per data dir: the lock is held until the process exits
 	// (closing the file releases it), before anything is removed or opened.
-	unlock, err := lockDataDir(cfg.DataDir)
+	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -265,49 +265,6 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 	return runReal(ctx, cfg, out)
 }
 
-// upstreamDir is where the embedded mode persists its upstream.
-const upstreamDir = "upstream"
-
-// stateDirs are the data dir's entries that hold a run's state.
-var stateDirs = []string{"emulator", "schemastore", upstreamDir, dataDirMarker}
-
-// removeState removes the data dir's previous state (--fresh) and says so
-// in one line.
-func removeState(dir string, out io.Writer) error {
-	var removed []string
-	for _, sub := range stateDirs {
-		p := filepath.Join(dir, sub)
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return fmt.Errorf("--fresh: %w", err)
-		}
-		removed = append(removed, sub)
-	}
-	if len(removed) > 0 {
-		fmt.Fprintf(out, "sfemu: --fresh: removed the previous state of %s (%s)\n", dir, strings.Join(removed, ", "))
-	}
-	return nil
-}
-
-// checkEmbeddedState refuses a data dir whose collections came from an
-// embedded upstream that was not persisted (sfemu before the upstream was
-// durable kept it in memory): that upstream is gone, so the stored
-// progress points into a history nothing can replay.
-func checkEmbeddedState(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, upstreamDir, kvlog.FileName)); err == nil {
-		return nil
-	}
-	for _, sub := range []string{"emulator", "schemastore"} {
-		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
-			return fmt.Errorf("data dir %s holds %s/ but no %s/: its collections came from an in-memory embedded upstream (an earlier sfemu) that no longer exists, so they cannot resume: run with --fresh to remove that state and start over",
-				dir, sub, upstreamDir)
-		}
-	}
-	return nil
-}
-
 // runEmbedded runs the embedded upstream, persisted under
 // <data-dir>/upstream: a data dir from an earlier run resumes (the
 // upstream reopens with its acknowledged commits, the demo schema is kept,
@@ -315,14 +272,18 @@ func checkEmbeddedState(dir string) error {
 // progress with the next epoch); --fresh starts over.
 func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 	if cfg.Fresh {
-		if err := removeState(cfg.DataDir, out); err != nil {
-			return err
+		removed, err := datadir.RemoveState(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+		if len(removed) > 0 {
+			fmt.Fprintf(out, "sfemu: --fresh: removed the previous state of %s (%s)\n", cfg.DataDir, strings.Join(removed, ", "))
 		}
 	}
-	if err := bindDataDir(cfg.DataDir, dataDirOwner{Mode: "embedded"}); err != nil {
+	if err := datadir.Bind(cfg.DataDir, datadir.Owner{Mode: "embedded"}); err != nil {
 		return err
 	}
-	if err := checkEmbeddedState(cfg.DataDir); err != nil {
+	if err := datadir.CheckEmbedded(cfg.DataDir); err != nil {
 		return err
 	}
 	var mysqlAddr string
@@ -333,7 +294,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 		}
 		mysqlAddr = a
 	}
-	updir := filepath.Join(cfg.DataDir, upstreamDir)
+	updir := filepath.Join(cfg.DataDir, datadir.Upstream)
 	up, err := adapter.NewUpstream(ctx, adapter.UpstreamConfig{Seed: cfg.Seed, RealClock: true, Wire: !cfg.InProcess, Dir: updir})
 	if err != nil {
 		if errors.Is(err, kvlog.ErrLocked) {
@@ -350,7 +311,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 		}
 	}
 	restored := up.Cluster.Restored()
-	s := session{up: up, tables: demoTables, demo: true, gc: gcConfig(cfg.DataDir), restored: &restored}
+	s := session{up: up, tables: demoTables, demo: true, gc: datadir.GCConfig(cfg.DataDir), restored: &restored}
 	if mysqlAddr != "" {
 		ms, err := mysqlfront.StartConfig(up.SQL, mysqlfront.Config{Addr: mysqlAddr})
 		if err != nil {
@@ -382,10 +343,10 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 		return fmt.Errorf("--pd %s: %w", cfg.PD, err)
 	}
 	defer up.Close()
-	if err := bindDataDir(cfg.DataDir, dataDirOwner{Mode: "real", ClusterID: up.PD.PD.ClusterID()}); err != nil {
+	if err := datadir.Bind(cfg.DataDir, datadir.Owner{Mode: "real", ClusterID: up.PD.PD.ClusterID()}); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, out, session{up: up, tables: tables, gc: gcConfig(cfg.DataDir)})
+	return serve(ctx, cfg, out, session{up: up, tables: tables, gc: datadir.GCConfig(cfg.DataDir)})
 }
 
 // clientLogFile receives the PD client's and client-go's own log lines
@@ -422,56 +383,6 @@ func parseTables(s string) ([]adapter.TableRef, error) {
 		return nil, errors.New("--pd needs --tables db.t1[,db.t2...]: the tables to mirror")
 	}
 	return out, nil
-}
-
-// gcConfig names the adapter's service GC safe point after its data dir:
-// the dir holds the progress the hold protects, so two sfemu instances
-// with different data dirs hold separately.
-func gcConfig(dataDir string) pd.ServiceSafePointConfig {
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(abs))
-	return pd.ServiceSafePointConfig{ServiceID: fmt.Sprintf("sfemu-%016x", h.Sum64())}
-}
-
-// dataDirMarker binds a data dir to the upstream its state came from.
-const dataDirMarker = "upstream.json"
-
-type dataDirOwner struct {
-	Mode      string `json:"mode"`
-	ClusterID uint64 `json:"cluster_id,omitempty"`
-}
-
-// bindDataDir refuses a data dir whose state belongs to another upstream
-// (the emulator's progress and the schema store would not match it), and
-// records the owner of a fresh one.
-func bindDataDir(dir string, owner dataDirOwner) error {
-	p := filepath.Join(dir, dataDirMarker)
-	raw, err := os.ReadFile(p)
-	switch {
-	case err == nil:
-		var got dataDirOwner
-		if err := json.Unmarshal(raw, &got); err != nil {
-			return fmt.Errorf("data dir %s: %s: %w", dir, dataDirMarker, err)
-		}
-		if got != owner {
-			return fmt.Errorf("data dir %s holds the state of another upstream (%s, cluster id %d), not this one (%s, cluster id %d): use another --data-dir",
-				dir, got.Mode, got.ClusterID, owner.Mode, owner.ClusterID)
-		}
-		return nil
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("data dir %s: %w", dir, err)
-	}
-	for _, sub := range []string{"emulator", "schemastore"} {
-		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
-			return fmt.Errorf("data dir %s holds state of an unknown upstream (%s without %s): use another --data-dir (or, in the embedded mode, --fresh to remove that state)", dir, sub, dataDirMarker)
-		}
-	}
-	b, _ := json.Marshal(owner)
-	return os.WriteFile(p, b, 0o644)
 }
 
 func modeLine(up *adapter.Upstream) string {
@@ -558,11 +469,11 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		defer gs.Stop()
 		grpcAddr = ln.Addr().String()
 	}
-	workload := "none"
-	var w *demo.Workload
+	load := "none"
+	var w *workload.Runner
 	if s.demo {
-		workload = fmt.Sprintf("%d tx/s", cfg.Rate)
-		if w, err = newWorkload(ctx, up, cfg); err != nil {
+		load = fmt.Sprintf("%d tx/s", cfg.Rate)
+		if w, err = workload.New(ctx, up.SQL, up.Clock(), workload.Config{Seed: cfg.Seed, Rate: cfg.Rate, DDLEvery: cfg.DDLEvery}); err != nil {
 			return err
 		}
 	}
@@ -571,7 +482,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		mysqlAddr = s.mysql.Addr()
 	}
 	fmt.Fprintf(out, "sfemu: running: http=%s grpc=%s mysql=%s %s data-dir=%s start-ts=%d epoch=%d collections=%s workload=%s %s\n",
-		hs.URL(), grpcAddr, mysqlAddr, modeLine(up), cfg.DataDir, ad.RT.StartTs(), ad.Resume.Epoch, collectionNames(s.tables), workload,
+		hs.URL(), grpcAddr, mysqlAddr, modeLine(up), cfg.DataDir, ad.RT.StartTs(), ad.Resume.Epoch, collectionNames(s.tables), load,
 		stateWords(s.restored, ad))
 
 	// The writers (demo workload, MySQL clients) stop first, then the
@@ -583,7 +494,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	go func() {
 		defer close(workDone)
 		if s.demo {
-			workErr = runWorkload(wctx, up, w, cfg, &pause)
+			workErr = w.Run(wctx, &pause)
 		}
 	}()
 	stopWriters := sync.OnceFunc(func() {
@@ -694,64 +605,6 @@ func collectionNames(tables []adapter.TableRef) string {
 	return strings.Join(names, ",")
 }
 
-// newWorkload builds the demo workload over the upstream's current
-// content: over a reopened upstream, product and event ids continue above
-// the stored ones (demo.Workload.Resume).
-func newWorkload(ctx context.Context, up *adapter.Upstream, cfg runConfig) (*demo.Workload, error) {
-	w := demo.NewWorkload(cfg.Seed, up.SQL.NewSession(""))
-	if err := resumeWorkload(ctx, up, w); err != nil {
-		return nil, err
-	}
-	w.DDLEvery = cfg.DDLEvery
-	w.Now = func() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000") }
-	return w, nil
-}
-
-func resumeWorkload(ctx context.Context, up *adapter.Upstream, w *demo.Workload) error {
-	ts, err := up.CurrentTs(ctx)
-	if err != nil {
-		return fmt.Errorf("demo workload: %w", err)
-	}
-	return w.Resume(ctx, up.SQL, ts)
-}
-
-// isDuplicateKey reports the SQL front's duplicate primary key error.
-func isDuplicateKey(err error) bool { return errors.Is(err, sqlfront.ErrDuplicateKey) }
-
-func runWorkload(ctx context.Context, up *adapter.Upstream, w *demo.Workload, cfg runConfig, pause *sync.Mutex) error {
-	if cfg.Rate <= 0 {
-		return nil
-	}
-	interval := time.Second / time.Duration(cfg.Rate)
-	t := time.NewTicker(max(interval, time.Millisecond))
-	defer t.Stop()
-	var st demo.Stats
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		// At high rates one tick runs several steps.
-		n := max(1, cfg.Rate/1000)
-		pause.Lock()
-		for i := 0; i < n; i++ {
-			err := w.Step(ctx, &st)
-			if isDuplicateKey(err) {
-				// A row written from outside (/upstream/sql, the MySQL
-				// front) took the id the workload wanted: continue above
-				// the ids stored now.
-				err = resumeWorkload(ctx, up, w)
-			}
-			if err != nil {
-				pause.Unlock()
-				return err
-			}
-		}
-		pause.Unlock()
-	}
-}
-
 // statusLine: rows/s since the last line, rows buffered in the reorder
 // buffers, DDLs so far, the last checkpoint, and per collection how far
 // safe_ts trails the upstream's current ts.
@@ -821,7 +674,7 @@ type checkResult struct {
 // checkHandler serves GET /admin/check: it takes the upstream's current
 // ts, waits until every collection's safe_ts reaches it, and compares the
 // collections with the tables read by snapshot at that ts through the
-// adapter's own snapshot reader (verify.CheckConsistency; over gRPC in
+// adapter's own snapshot reader (verify.CheckNow; over gRPC in
 // the embedded and real-cluster modes). The demo workload pauses
 // meanwhile; writes sent through /upstream/sql during the check can show
 // up as differences. Against a real cluster (retry) the tables are not
@@ -858,14 +711,7 @@ func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables []adapter
 }
 
 func checkOnce(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, tables []adapter.TableRef) checkResult {
-	ts, err := up.CurrentTs(ctx)
-	if err == nil {
-		err = verify.WaitSafe(ctx, emu, tables, ts, 30*time.Second)
-	}
-	var diffs []verify.Diff
-	if err == nil {
-		diffs, err = verify.CheckConsistency(ctx, up.Snapshot(), emu, tables, ts)
-	}
+	ts, diffs, err := verify.CheckNow(ctx, up.Clock(), up.Snapshot(), emu, tables, 30*time.Second)
 	res := checkResult{Ts: ts, OK: err == nil && len(diffs) == 0, Diffs: []string{}}
 	for _, d := range diffs {
 		res.Diffs = append(res.Diffs, d.String())

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfabric/sfemu/adapter/datadir"
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
 	"github.com/searchfabric/sfemu/fakeupstream/grpcserver"
@@ -269,13 +270,13 @@ func TestDataDirLockedAndOldState(t *testing.T) {
 	cfg.HTTP, cfg.GRPC, cfg.MySQL = "127.0.0.1:0", "", ""
 
 	cfg.DataDir = t.TempDir()
-	unlock, err := lockDataDir(cfg.DataDir)
+	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = runMain(context.Background(), cfg, io.Discard)
 	unlock()
-	if err == nil || !strings.Contains(err.Error(), "in use by another sfemu") || !strings.Contains(err.Error(), dataDirLock) {
+	if err == nil || !strings.Contains(err.Error(), "in use by another sfemu") || !strings.Contains(err.Error(), datadir.LockFile) {
 		t.Fatalf("run on a locked data dir: %v", err)
 	}
 
@@ -285,7 +286,7 @@ func TestDataDirLockedAndOldState(t *testing.T) {
 			t.Fatal(err)
 		}
 		if marker {
-			if err := os.WriteFile(filepath.Join(cfg.DataDir, dataDirMarker), []byte(`{"mode":"embedded"}`), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.DataDir, datadir.Marker), []byte(`{"mode":"embedded"}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -293,8 +294,8 @@ func TestDataDirLockedAndOldState(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--fresh") {
 			t.Fatalf("%s: run on an in-memory era data dir: %v", name, err)
 		}
-		if _, serr := os.Stat(filepath.Join(cfg.DataDir, upstreamDir)); serr == nil {
-			t.Fatalf("%s: the refused run created %s", name, upstreamDir)
+		if _, serr := os.Stat(filepath.Join(cfg.DataDir, datadir.Upstream)); serr == nil {
+			t.Fatalf("%s: the refused run created %s", name, datadir.Upstream)
 		}
 	}
 }

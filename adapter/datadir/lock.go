@@ -1,4 +1,9 @@
-package main
+// Package datadir owns the layout of an sfemu data dir: the lock one
+// process holds on it, the marker binding it to the upstream its state
+// came from, the state a fresh start removes, and the service GC safe
+// point id derived from it. Its errors name the `sfemu run` flag that
+// resolves them, since that is who meets them.
+package datadir
 
 import (
 	"errors"
@@ -8,13 +13,15 @@ import (
 	"syscall"
 )
 
-// dataDirLock is the file `sfemu run` holds an exclusive flock on while it
+// LockFile is the file `sfemu run` holds an exclusive flock on while it
 // uses a data dir: a second sfemu on the same dir fails at once, before it
 // removes (--fresh) or opens anything.
-const dataDirLock = "sfemu.lock"
+const LockFile = "sfemu.lock"
 
-func lockDataDir(dir string) (unlock func(), err error) {
-	p := filepath.Join(dir, dataDirLock)
+// Lock takes the data dir's lock; unlock releases it (closing the file,
+// as the process's exit does).
+func Lock(dir string) (unlock func(), err error) {
+	p := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dir, err)
