@@ -1,0 +1,137 @@
+package main
+
+// The configuration of `sfemu run`: its fields, defaults, the config file
+// and the flags given on the command line over it.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/searchfabric/sfemu/adapter"
+)
+
+// runConfig is everything `sfemu run` is configured with. A config file
+// (JSON, keys as the json tags) sets defaults; flags given on the command
+// line win.
+type runConfig struct {
+	DataDir        string        `json:"data_dir"`
+	HTTP           string        `json:"http"`
+	GRPC           string        `json:"grpc"`
+	PD             string        `json:"pd"`
+	Tables         string        `json:"tables"`
+	StartTs        uint64        `json:"start_ts"`
+	Seed           int64         `json:"seed"`
+	Rate           int           `json:"rate"`
+	DDLEvery       int           `json:"ddl_every"`
+	StatusInterval time.Duration `json:"status_interval"`
+	Token          string        `json:"token"`
+	Fresh          bool          `json:"fresh"`
+	MySQL          string        `json:"mysql"`
+	InProcess      bool          `json:"in_process"`
+	PDTimeout      time.Duration `json:"pd_timeout"`
+	Pprof          string        `json:"pprof"`
+}
+
+func defaultRunConfig() runConfig {
+	return runConfig{
+		DataDir:        "./var/sfemu",
+		HTTP:           "127.0.0.1:8080",
+		GRPC:           "127.0.0.1:9090",
+		MySQL:          "127.0.0.1:4000",
+		Seed:           1,
+		Rate:           200,
+		DDLEvery:       2000,
+		StatusInterval: 5 * time.Second,
+		PDTimeout:      adapter.DefaultConnectTimeout,
+		Pprof:          "auto",
+	}
+}
+
+// loadConfigFile reads a JSON config into cfg, keeping every flag the user
+// set on the command line.
+func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var fileCfg struct {
+		runConfig
+		StatusInterval string `json:"status_interval"`
+		PDTimeout      string `json:"pd_timeout"`
+	}
+	fileCfg.runConfig = *cfg
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fileCfg); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if fileCfg.StatusInterval != "" {
+		d, err := time.ParseDuration(fileCfg.StatusInterval)
+		if err != nil {
+			return fmt.Errorf("config file %s: status_interval: %w", path, err)
+		}
+		fileCfg.runConfig.StatusInterval = d
+	}
+	if fileCfg.PDTimeout != "" {
+		d, err := time.ParseDuration(fileCfg.PDTimeout)
+		if err != nil {
+			return fmt.Errorf("config file %s: pd_timeout: %w", path, err)
+		}
+		fileCfg.runConfig.PDTimeout = d
+	}
+	merged := fileCfg.runConfig
+	set := func(name string, apply func()) {
+		if flags.Changed(name) {
+			apply()
+		}
+	}
+	set("data-dir", func() { merged.DataDir = cfg.DataDir })
+	set("http", func() { merged.HTTP = cfg.HTTP })
+	set("grpc", func() { merged.GRPC = cfg.GRPC })
+	set("pd", func() { merged.PD = cfg.PD })
+	set("tables", func() { merged.Tables = cfg.Tables })
+	set("start-ts", func() { merged.StartTs = cfg.StartTs })
+	set("seed", func() { merged.Seed = cfg.Seed })
+	set("rate", func() { merged.Rate = cfg.Rate })
+	set("ddl-every", func() { merged.DDLEvery = cfg.DDLEvery })
+	set("status-interval", func() { merged.StatusInterval = cfg.StatusInterval })
+	set("token", func() { merged.Token = cfg.Token })
+	set("fresh", func() { merged.Fresh = cfg.Fresh })
+	set("mysql", func() { merged.MySQL = cfg.MySQL })
+	set("in-process", func() { merged.InProcess = cfg.InProcess })
+	set("pd-timeout", func() { merged.PDTimeout = cfg.PDTimeout })
+	set("pprof", func() { merged.Pprof = cfg.Pprof })
+	*cfg = merged
+	return nil
+}
+
+// parseTables parses --tables: db.t1,db.t2.
+func parseTables(s string) ([]adapter.TableRef, error) {
+	var out []adapter.TableRef
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		db, table, ok := strings.Cut(part, ".")
+		if !ok || db == "" || table == "" || strings.Contains(table, ".") {
+			return nil, fmt.Errorf("--tables: %q is not db.table", part)
+		}
+		if seen[strings.ToLower(part)] {
+			return nil, fmt.Errorf("--tables: %q is listed twice", part)
+		}
+		seen[strings.ToLower(part)] = true
+		out = append(out, adapter.TableRef{DB: db, Table: table})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--pd needs --tables db.t1[,db.t2...]: the tables to mirror")
+	}
+	return out, nil
+}
