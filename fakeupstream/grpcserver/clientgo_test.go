@@ -252,7 +252,7 @@ func TestClientGoStoreDown(t *testing.T) {
 // of client-go writes) starts against the fake and reads a row. (G3, G26)
 //
 // Rule G17: txnkv.NewClient syncs etcd members from the PD address at start;
-// it fails without MemberList.
+// without MemberList that call would be counted in Unimplemented (G3).
 func TestTxnKVClient(t *testing.T) {
 	c, s := startCluster(t, fakeupstream.Config{Seed: 15, Stores: 2})
 	_, tid := sqlTable(t, c, 2)
