@@ -358,59 +358,76 @@ func (c *Cluster) Stores() []topology.Store {
 }
 
 // SplitRaw splits the region holding raw key k at EncodeBytes(k) (the
-// boundary TiDB would ask PD for). The left part gets a new id.
+// boundary TiDB would ask PD for). The left part gets a new id. A durable
+// cluster logs the new layout before returning (DUR-9).
 func (c *Cluster) SplitRaw(k []byte) (left, right topology.Region, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	ck := codec.EncodeBytes(nil, k)
 	id := c.topo.LocateID(ck)
 	left, right, err = c.topo.Split(id, ck)
 	if err != nil {
+		c.mu.Unlock()
 		return left, right, fmt.Errorf("fakeupstream: %w", err)
 	}
 	c.feed.OnRegionChange(id, cdcfeed.SplitOrMerge)
-	return left, right, nil
+	lsn := c.logRegionsLocked()
+	c.mu.Unlock()
+	return left, right, c.persist(lsn)
 }
 
 // Merge folds region source into its neighbour target.
 func (c *Cluster) Merge(source, target uint64) (topology.Region, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	r, err := c.topo.Merge(source, target)
 	if err != nil {
+		c.mu.Unlock()
 		return r, fmt.Errorf("fakeupstream: %w", err)
 	}
 	c.feed.OnRegionChange(source, cdcfeed.SplitOrMerge)
 	c.feed.OnRegionChange(target, cdcfeed.SplitOrMerge)
-	return r, nil
+	lsn := c.logRegionsLocked()
+	c.mu.Unlock()
+	return r, c.persist(lsn)
 }
 
 // TransferLeader moves region id's leader to store.
 func (c *Cluster) TransferLeader(id, store uint64) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	r, ok := c.topo.Region(id)
 	if err := c.topo.TransferLeader(id, store); err != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("fakeupstream: %w", err)
 	}
 	if ok && r.Leader != store {
 		c.feed.OnRegionChange(id, cdcfeed.LeaderMoved)
 	}
-	return nil
+	lsn := c.logRegionsLocked()
+	c.mu.Unlock()
+	return c.persist(lsn)
 }
 
 // AddPeer adds a replica of region id on store (conf_ver+1).
 func (c *Cluster) AddPeer(id, store uint64) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.topo.AddPeer(id, store)
+	if err := c.topo.AddPeer(id, store); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	lsn := c.logRegionsLocked()
+	c.mu.Unlock()
+	return c.persist(lsn)
 }
 
 // RemovePeer removes the replica of region id on store (conf_ver+1).
 func (c *Cluster) RemovePeer(id, store uint64) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.topo.RemovePeer(id, store)
+	if err := c.topo.RemovePeer(id, store); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	lsn := c.logRegionsLocked()
+	c.mu.Unlock()
+	return c.persist(lsn)
 }
 
 // StoreDown takes a store down: its CDC streams break and its leaders move

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
+	"github.com/searchfabric/sfemu/fakeupstream/topology"
 	"github.com/searchfabric/sfemu/fakeupstream/tso"
 )
 
@@ -15,7 +16,8 @@ var ErrClosed = errors.New("fakeupstream: cluster is closed")
 // above everything persisted and starts journaling. Called by New before
 // the feed observes the store, so replay produces no CDC events.
 func (c *Cluster) openLog() error {
-	var mark uint64
+	var mark, nextID uint64
+	var regions []topology.Region
 	log, st, err := kvlog.Open(c.cfg.Dir, func(_ int64, r kvlog.Record) error {
 		switch r.Type {
 		case kvlog.TypeWrite:
@@ -28,11 +30,26 @@ func (c *Cluster) openLog() error {
 			c.store.GC(r.Ts)
 		case kvlog.TypeTSO:
 			mark = max(mark, r.Ts)
+		case kvlog.TypeRegions:
+			// The last layout wins; copy it out of the read buffer.
+			regions, nextID = regions[:0], r.Ts
+			for _, g := range r.Regions {
+				regions = append(regions, topology.Region{
+					ID: g.ID, StartKey: append([]byte(nil), g.StartKey...), EndKey: append([]byte(nil), g.EndKey...),
+					ConfVer: g.ConfVer, Version: g.Version, Leader: g.Leader, Peers: append([]topology.Peer(nil), g.Peers...),
+				})
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("fakeupstream: open %s: %w", c.cfg.Dir, err)
+	}
+	if regions != nil {
+		if err := c.topo.Restore(regions, nextID); err != nil {
+			log.Close()
+			return fmt.Errorf("fakeupstream: open %s: the logged region layout: %w", c.cfg.Dir, err)
+		}
 	}
 	hw := max(mark, c.store.MaxTs())
 	// A virtual clock resumes at the high-water mark, so lock TTLs and
@@ -46,6 +63,16 @@ func (c *Cluster) openLog() error {
 	c.log = log
 	c.restored = RestoreStats{Records: st.Records, Size: st.Size, TornBytes: st.TornBytes, TSOLimit: hw}
 	return nil
+}
+
+// logRegionsLocked appends the region layout to the log (DUR-9) and
+// returns the offset to persist; 0 in memory. Called under c.mu, so the
+// last record is the last layout.
+func (c *Cluster) logRegionsLocked() int64 {
+	if c.log == nil {
+		return 0
+	}
+	return c.log.AppendRegions(c.topo.NextID(), c.topo.Regions())
 }
 
 // Restored describes what New found in Config.Dir (zero in memory).

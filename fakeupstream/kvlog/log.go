@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
+	"github.com/searchfabric/sfemu/fakeupstream/topology"
 )
 
 // FileName is the log file inside the directory; LockName is the file
@@ -317,6 +318,20 @@ func (l *Log) appendTs(t Type, ts uint64) int64 {
 }
 
 func (l *Log) writable() bool { return l.err == nil && !l.closed }
+
+// AppendRegions appends the region layout (TypeRegions) and returns the
+// offset to Sync for it. The caller appends under the lock that orders its
+// topology changes, so the last record is the last layout.
+func (l *Log) AppendRegions(nextID uint64, regions []topology.Region) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writable() {
+		n := len(l.buf)
+		l.buf = AppendRegions(l.buf, nextID, regions)
+		l.appended += int64(len(l.buf) - n)
+	}
+	return l.appended
+}
 
 // SaveTSO appends the TSO high-water mark and makes it durable.
 func (l *Log) SaveTSO(limit uint64) error { return l.Sync(l.appendTs(TypeTSO, limit)) }

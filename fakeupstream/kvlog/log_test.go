@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
+	"github.com/searchfabric/sfemu/fakeupstream/topology"
 )
 
 func sampleRecords() []Record {
@@ -184,4 +185,30 @@ func TestReplayErrorsNameFileAndOffset(t *testing.T) {
 
 func writeFile(dir string, b []byte) error {
 	return os.WriteFile(filepath.Join(dir, FileName), b, 0o644)
+}
+
+// Rule DUR-8: the regions record round-trips (empty keys stay -inf/+inf).
+func TestDUR8RegionsRecordRoundTrip(t *testing.T) {
+	regions := []topology.Region{
+		{ID: 7, EndKey: []byte("m"), ConfVer: 2, Version: 5, Leader: 1, Peers: []topology.Peer{{ID: 8, StoreID: 1}, {ID: 9, StoreID: 2}}},
+		{ID: 3, StartKey: []byte("m"), ConfVer: 1, Version: 4, Leader: 0, Peers: []topology.Peer{{ID: 4, StoreID: 3}}},
+	}
+	b := AppendRegions(nil, 42, regions)
+	rec, err := DecodePayload(b[frameHeader:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Type != TypeRegions || rec.Ts != 42 || len(rec.Regions) != 2 {
+		t.Fatalf("decoded %+v", rec)
+	}
+	for i, r := range rec.Regions {
+		w := regions[i]
+		if r.ID != w.ID || string(r.StartKey) != string(w.StartKey) || string(r.EndKey) != string(w.EndKey) ||
+			r.ConfVer != w.ConfVer || r.Version != w.Version || r.Leader != w.Leader || len(r.Peers) != len(w.Peers) {
+			t.Fatalf("region %d: %+v, want %+v", i, r, w)
+		}
+	}
+	if _, err := DecodePayload(b[frameHeader : len(b)-1]); err == nil {
+		t.Fatal("a truncated regions record decoded")
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"hash/crc32"
 
 	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
+	"github.com/searchfabric/sfemu/fakeupstream/topology"
 )
 
 // Magic opens every log file (8 bytes: format name and version).
@@ -43,6 +44,10 @@ const (
 	TypeGC
 	// TypeTSO: the TSO high-water mark is Ts.
 	TypeTSO
+	// TypeRegions: the whole region layout (Regions) and the topology's
+	// next id (Ts) after a split, merge or peer/leader change; the last
+	// one replayed wins (DUR-9).
+	TypeRegions
 )
 
 func (t Type) String() string {
@@ -57,6 +62,8 @@ func (t Type) String() string {
 		return "gc"
 	case TypeTSO:
 		return "tso"
+	case TypeRegions:
+		return "regions"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -70,6 +77,8 @@ type Record struct {
 	Lock    mvcc.Lock
 	StartTs uint64
 	Ts      uint64
+	// Regions of a TypeRegions record (keys alias the decode buffer).
+	Regions []topology.Region
 }
 
 const (
@@ -162,6 +171,29 @@ func AppendTs(b []byte, t Type, ts uint64) []byte {
 	b, at := beginFrame(b)
 	b = append(b, byte(t))
 	b = binary.AppendUvarint(b, ts)
+	return endFrame(b, at)
+}
+
+// AppendRegions appends a framed TypeRegions record.
+func AppendRegions(b []byte, nextID uint64, regions []topology.Region) []byte {
+	b, at := beginFrame(b)
+	b = append(b, byte(TypeRegions))
+	b = binary.AppendUvarint(b, nextID)
+	b = binary.AppendUvarint(b, uint64(len(regions)))
+	for i := range regions {
+		r := &regions[i]
+		b = binary.AppendUvarint(b, r.ID)
+		b = putBytes(b, r.StartKey)
+		b = putBytes(b, r.EndKey)
+		b = binary.AppendUvarint(b, r.ConfVer)
+		b = binary.AppendUvarint(b, r.Version)
+		b = binary.AppendUvarint(b, r.Leader)
+		b = binary.AppendUvarint(b, uint64(len(r.Peers)))
+		for _, p := range r.Peers {
+			b = binary.AppendUvarint(b, p.ID)
+			b = binary.AppendUvarint(b, p.StoreID)
+		}
+	}
 	return endFrame(b, at)
 }
 
@@ -285,6 +317,29 @@ func DecodePayload(p []byte) (Record, error) {
 		rec.StartTs = r.uvarint("start ts")
 	case TypeGC, TypeTSO:
 		rec.Ts = r.uvarint("ts")
+	case TypeRegions:
+		rec.Ts = r.uvarint("next id")
+		n := r.uvarint("region count")
+		if r.err == nil && n > uint64(len(p)-r.off) {
+			r.fail(fmt.Sprintf("%d regions cannot fit in the record", n))
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			var g topology.Region
+			g.ID = r.uvarint("region id")
+			g.StartKey = r.bytes("start key")
+			g.EndKey = r.bytes("end key")
+			g.ConfVer = r.uvarint("conf ver")
+			g.Version = r.uvarint("version")
+			g.Leader = r.uvarint("leader")
+			np := r.uvarint("peer count")
+			if r.err == nil && np > uint64(len(p)-r.off) {
+				r.fail(fmt.Sprintf("%d peers cannot fit in the record", np))
+			}
+			for j := uint64(0); j < np && r.err == nil; j++ {
+				g.Peers = append(g.Peers, topology.Peer{ID: r.uvarint("peer id"), StoreID: r.uvarint("peer store")})
+			}
+			rec.Regions = append(rec.Regions, g)
+		}
 	default:
 		if r.err == nil {
 			r.off = 0
