@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/text"
 	"github.com/searchfabric/sfemu/emulator/vector"
 )
 
@@ -106,9 +107,20 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	}
 	resp := &apiv1.SearchResponse{ReadTs: readTs}
 	var textLeg, vecLeg *leg
-	var textAll []string // every text match (total, facets)
+	var textAll []string // every text match (total, facets); nil when textCount is used
+	var textCount uint64
 	if hasText {
-		hits, err := c.textIdx.SearchAll(req.GetText().GetQuery(), req.GetText().GetFields(), accept)
+		var hits []text.Hit
+		var err error
+		q, fields := req.GetText().GetQuery(), req.GetText().GetFields()
+		if needAll || hasVec || len(req.GetFilters()) > 0 {
+			hits, err = c.textIdx.SearchAll(q, fields, accept)
+			textCount = uint64(len(hits))
+		} else {
+			// Only the first page is ranked; the index counts the matches
+			// of the same snapshot (E76, TXT-S8).
+			hits, textCount, err = c.textIdx.SearchTotal(q, fields, window, accept)
+		}
 		if err != nil {
 			return nil, contract.Errf(contract.ReasonInvalidQuery, "text.query", "", "", "%v", err)
 		}
@@ -173,7 +185,7 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		for _, pk := range textLeg.pks {
 			ranked = append(ranked, cand{pk, textLeg.scores[pk]})
 		}
-		resp.Total = uint64(len(textAll))
+		resp.Total = textCount
 		matching = eachOf(textAll)
 	case vecLeg != nil:
 		for _, pk := range vecLeg.pks {

@@ -48,3 +48,19 @@ func TestHighlightMarksAnalyzedTerms(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, "nothing here", got)
 }
+
+// TXT-S8: SearchTotal counts every match of the snapshot, before the filter
+// and the cut.
+func TestSearchTotalCountsBeforeFilter(t *testing.T) {
+	x := mustOpen(t, "", "title")
+	require.NoError(t, x.Apply([]Op{
+		{PK: "a", Fields: map[string]string{"title": "red kite"}},
+		{PK: "b", Fields: map[string]string{"title": "red car"}},
+		{PK: "c", Fields: map[string]string{"title": "red bus"}},
+		{PK: "d", Fields: map[string]string{"title": "blue bus"}},
+	}))
+	hits, total, err := x.SearchTotal("red", nil, 1, func(pk string) bool { return pk != "a" })
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), total)
+	require.Len(t, hits, 1)
+}

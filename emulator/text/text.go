@@ -366,8 +366,16 @@ func (x *Index) Count() (uint64, error) {
 // per-field BM25 scores (rule TXT-S1). filter, if not nil, keeps only PKs for
 // which it returns true; the top k is taken after filtering (rule TXT-S4).
 func (x *Index) Search(queryText string, fields []string, k int, filter func(pk string) bool) ([]Hit, error) {
+	hits, _, err := x.SearchTotal(queryText, fields, k, filter)
+	return hits, err
+}
+
+// SearchTotal is Search that also returns the number of indexed documents
+// matching the query before the filter, from the same index snapshot
+// (rule TXT-S8).
+func (x *Index) SearchTotal(queryText string, fields []string, k int, filter func(pk string) bool) ([]Hit, uint64, error) {
 	if k <= 0 {
-		return nil, fmt.Errorf("text: k must be positive, got %d", k)
+		return nil, 0, fmt.Errorf("text: k must be positive, got %d", k)
 	}
 	if len(fields) == 0 {
 		fields = x.fields
@@ -376,7 +384,7 @@ func (x *Index) Search(queryText string, fields []string, k int, filter func(pk 
 	for _, f := range fields {
 		in, ok := x.internal[f]
 		if !ok {
-			return nil, fmt.Errorf("text: search field %q is not a text field of this index (have %v)", f, x.fields)
+			return nil, 0, fmt.Errorf("text: search field %q is not a text field of this index (have %v)", f, x.fields)
 		}
 		mq := bleve.NewMatchQuery(queryText)
 		mq.SetField(in)
@@ -400,7 +408,7 @@ func (x *Index) Search(queryText string, fields []string, k int, filter func(pk 
 		req := bleve.NewSearchRequestOptions(q, size, 0, false)
 		res, err := x.idx.Search(req)
 		if err != nil {
-			return nil, fmt.Errorf("text: search %q: %w", queryText, err)
+			return nil, 0, fmt.Errorf("text: search %q: %w", queryText, err)
 		}
 		hits := make([]Hit, 0, len(res.Hits))
 		for _, h := range res.Hits {
@@ -418,7 +426,7 @@ func (x *Index) Search(queryText string, fields []string, k int, filter func(pk 
 			if len(hits) > k {
 				hits = hits[:k]
 			}
-			return hits, nil
+			return hits, res.Total, nil
 		}
 		size *= 4
 	}
