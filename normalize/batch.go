@@ -55,7 +55,7 @@ func cutPoints(n, maxRows int, maxBytes int64, sizeOf func(i int) int64, genOf f
 func (m *Mutation) wireSize() int64 {
 	n := int64(len(m.data)) + 32
 	if m.vals != nil {
-		n += m.shape.wireOverhead
+		n += m.shape.WireOverhead
 	}
 	return n
 }
@@ -140,7 +140,7 @@ func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byt
 			w.VectorValue = fv
 			pv.Kind = w
 		}
-		pm.Fields[m.shape.fields[i].name] = pv
+		pm.Fields[m.shape.Fields[i].Name] = pv
 	}
 	return pm
 }

@@ -16,6 +16,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize/ddlmap"
 	"github.com/searchfabric/sfemu/reorder"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -294,10 +295,10 @@ func TestN27PolicyClassification(t *testing.T) {
 			if c.mutate != nil {
 				c.mutate(next)
 			}
-			require.Equal(t, c.want, Classify(minicdc.DDLAction(c.action), false, old, next))
+			require.Equal(t, c.want, ddlmap.Classify(minicdc.DDLAction(c.action), false, old, next))
 		})
 	}
-	require.Equal(t, drop, Classify(minicdc.DDLAction(model.ActionDropTablePartition), true, base(), base()), "every partition dropped")
+	require.Equal(t, drop, ddlmap.Classify(minicdc.DDLAction(model.ActionDropTablePartition), true, base(), base()), "every partition dropped")
 }
 
 // TestN28ReplayedDDLIsIdentical: a DDL re-delivered after a failed send
@@ -316,7 +317,7 @@ func TestN28ReplayedDDLIsIdentical(t *testing.T) {
 	coll.version, coll.token = h.sink.puts[1].GetFence().GetExpectedPrevSchemaVersion(), h.sink.puts[1].GetFence().GetSchemaGenerationToken()
 	coll.def = h.sink.puts[0].GetDefinition()
 	d := ddlOf(ev)
-	again, _, _, err := h.b.schemaRequest(&d, coll, "ddl/9/150/shop.items")
+	again, _, _, err := h.b.schemaRequest(&d, coll)
 	require.NoError(t, err)
 	require.True(t, proto.Equal(h.sink.puts[1], again))
 }

@@ -5,6 +5,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize/ddlmap"
 )
 
 // valueRow is a ColumnSource over a full image held as values by column
@@ -24,7 +25,7 @@ func (r valueRow) Column(offset int, col *minicdc.ColumnInfo) (minicdc.Value, er
 // row path uses. Consistency checks compare an upstream snapshot with the
 // emulator's documents through it, so every field type compares exactly.
 func RowDocument(ti *minicdc.TableInfo, rowKey []byte, values []minicdc.Value) (string, map[string]*apiv1.Value, error) {
-	s, err := buildShape(ti, nil)
+	s, err := ddlmap.BuildShape(ti, nil)
 	if err != nil {
 		return "", nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/normalize/ddlmap"
 )
 
 // fakeSink is a small stand-in for the emulator that enforces the contract
@@ -97,8 +99,8 @@ func (f *fakeSink) PutCollectionSchema(_ context.Context, req *apiv1.PutCollecti
 			req.GetScope().GetDdlCommitTs() < c.lineage.GetLastDdlCommitTs()) {
 			return nil, fmt.Errorf("NON_MONOTONIC_SCHEMA")
 		}
-		if want := ClassifyDiff(c.def, req.GetDefinition()); req.GetUpdatePolicy() != apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP &&
-			policyStrength(req.GetUpdatePolicy()) < policyStrength(want) {
+		if want := ddlmap.ClassifyDiff(c.def, req.GetDefinition()); req.GetUpdatePolicy() != apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP &&
+			contract.PolicyRank(req.GetUpdatePolicy()) < contract.PolicyRank(want) {
 			return nil, fmt.Errorf("POLICY_TOO_WEAK")
 		}
 	}

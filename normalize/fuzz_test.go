@@ -80,7 +80,7 @@ func FuzzLower(f *testing.F) {
 	f.Add(byte(8), byte(7), uint64(1<<40), []byte(nil))
 	f.Fuzz(func(t *testing.T, kind, ftype byte, num uint64, b []byte) {
 		ft := apiv1.FieldType(ftype%15 + 1)
-		spec := &fieldSpec{name: "f", ftype: ft, dim: 2}
+		spec := &fieldSpec{Name: "f", Type: ft, Dim: 2}
 		d := fuzzDatum(kind, num, b)
 		var c rowCopier
 		v, err := c.lower(spec, (*minicdc.Value)(&d))

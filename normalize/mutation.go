@@ -231,10 +231,10 @@ func (e *RowError) Unwrap() error { return e.Err }
 // memory (they become the mutation's); a key-only image uses scratch.
 func (c *rowCopier) copyImage(s *shape, ti *minicdc.TableInfo, src ColumnSource, rowKey []byte, tableID int64, commitTs uint64, keyOnly bool) error {
 	c.scratch = c.scratch[:0]
-	n := len(s.fields)
+	n := len(s.Fields)
 	if keyOnly {
 		c.useTmpVals(n)
-		n = len(s.pk)
+		n = len(s.PK)
 	} else {
 		c.cur = c.slab.takeVals(n)
 	}
@@ -249,36 +249,36 @@ func (c *rowCopier) copyImage(s *shape, ti *minicdc.TableInfo, src ColumnSource,
 	for j := 0; j < n; j++ {
 		i := j
 		if keyOnly {
-			i = s.pk[j]
+			i = s.PK[j]
 		}
-		f := &s.fields[i]
-		if all != nil && f.offset >= 0 && f.offset < len(all) {
-			v, err := c.lower(f, &all[f.offset])
+		f := &s.Fields[i]
+		if all != nil && f.Offset >= 0 && f.Offset < len(all) {
+			v, err := c.lower(f, &all[f.Offset])
 			if err != nil {
-				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.Name, Err: err}
 			}
 			c.cur[i] = v
 			continue
 		}
 		var v ownedVal
-		if f.offset < 0 {
+		if f.Offset < 0 {
 			h, err := rowIDFromKey(rowKey)
 			if err != nil {
-				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.Name, Err: err}
 			}
 			v = ownedVal{kind: vInt, num: uint64(h)}
 		} else {
-			if f.offset >= len(ti.Columns) {
-				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name,
-					Err: fmt.Errorf("column offset %d outside the row's schema (%d columns)", f.offset, len(ti.Columns))}
+			if f.Offset >= len(ti.Columns) {
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.Name,
+					Err: fmt.Errorf("column offset %d outside the row's schema (%d columns)", f.Offset, len(ti.Columns))}
 			}
-			d, err := src.Column(f.offset, ti.Columns[f.offset])
+			d, err := src.Column(f.Offset, ti.Columns[f.Offset])
 			if err != nil {
-				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.Name, Err: err}
 			}
 			v, err = c.lower(f, &d)
 			if err != nil {
-				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.name, Err: err}
+				return &RowError{TableID: tableID, CommitTs: commitTs, Column: f.Name, Err: err}
 			}
 		}
 		c.cur[i] = v
@@ -303,9 +303,9 @@ func (c *rowCopier) lower(f *fieldSpec, d *minicdc.Value) (ownedVal, error) {
 		return ownedVal{kind: vNull}, nil
 	}
 	bad := func() (ownedVal, error) {
-		return ownedVal{}, fmt.Errorf("datum of kind %s does not fit field type %s", k, f.ftype)
+		return ownedVal{}, fmt.Errorf("datum of kind %s does not fit field type %s", k, f.Type)
 	}
-	switch f.ftype {
+	switch f.Type {
 	case apiv1.FieldType_FIELD_TYPE_INT:
 		switch k {
 		case minicdc.ValueInt64, minicdc.ValueYear:
@@ -388,7 +388,7 @@ func (c *rowCopier) lower(f *fieldSpec, d *minicdc.Value) (ownedVal, error) {
 		}
 		return c.appendRaw(vVector, b[4:]), nil
 	}
-	return ownedVal{}, fmt.Errorf("unsupported field type %s", f.ftype)
+	return ownedVal{}, fmt.Errorf("unsupported field type %s", f.Type)
 }
 
 func (c *rowCopier) appendRaw(k valKind, b []byte) ownedVal {
@@ -412,7 +412,7 @@ func (c *rowCopier) appendText(k valKind, d *minicdc.Value) (ownedVal, error) {
 // c.cur/c.scratch into c.keyBuf.
 func (c *rowCopier) buildKey(s *shape) error {
 	c.keyBuf = c.keyBuf[:0]
-	for i, fi := range s.pk {
+	for i, fi := range s.PK {
 		v := &c.cur[fi]
 		c.comp = c.comp[:0]
 		switch v.kind {
@@ -427,11 +427,11 @@ func (c *rowCopier) buildKey(s *shape) error {
 		case vBytes:
 			c.comp = hex.AppendEncode(c.comp, c.scratch[v.off:v.off+v.n])
 		case vNull:
-			return fmt.Errorf("primary-key field %q is null", s.fields[fi].name)
+			return fmt.Errorf("primary-key field %q is null", s.Fields[fi].Name)
 		default:
-			return fmt.Errorf("primary-key field %q has a value that cannot be a key", s.fields[fi].name)
+			return fmt.Errorf("primary-key field %q has a value that cannot be a key", s.Fields[fi].Name)
 		}
-		if len(s.pk) == 1 {
+		if len(s.PK) == 1 {
 			c.keyBuf = append(c.keyBuf, c.comp...)
 			break
 		}

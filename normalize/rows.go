@@ -7,6 +7,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize/ddlmap"
 )
 
 // RowInput is one row change as the bridge consumes it: the fields of
@@ -51,7 +52,7 @@ func (c *shapeCache) get(ti *minicdc.TableInfo, roles RoleOverrides) (*shape, er
 	s, ok := c.m[k]
 	if !ok {
 		var err error
-		if s, err = buildShape(ti, roles); err != nil {
+		if s, err = ddlmap.BuildShape(ti, roles); err != nil {
 			return nil, err
 		}
 		if c.m == nil || len(c.m) >= shapeCacheMax {
@@ -148,7 +149,7 @@ func (b *Bridge) buffer(ctx context.Context, p *partition, m Mutation) error {
 // keyFromRowKey fills the key of an int-handle table from the record key
 // when a delete carries no old image.
 func (c *rowCopier) keyFromRowKey(s *shape, ti *minicdc.TableInfo, key []byte) error {
-	if !s.rowID && !ti.PKIsHandle {
+	if !s.RowID && !ti.PKIsHandle {
 		return fmt.Errorf("table %d has a clustered (common handle) key; the old image is required", ti.ID)
 	}
 	h, err := rowIDFromKey(key)
@@ -156,10 +157,10 @@ func (c *rowCopier) keyFromRowKey(s *shape, ti *minicdc.TableInfo, key []byte) e
 		return err
 	}
 	c.scratch = c.scratch[:0]
-	c.useTmpVals(len(s.fields))
-	c.cur[s.pk[0]] = ownedVal{kind: vInt, num: uint64(h)}
-	if f := s.fields[s.pk[0]]; f.ftype == apiv1.FieldType_FIELD_TYPE_UINT {
-		c.cur[s.pk[0]].kind = vUint
+	c.useTmpVals(len(s.Fields))
+	c.cur[s.PK[0]] = ownedVal{kind: vInt, num: uint64(h)}
+	if f := s.Fields[s.PK[0]]; f.Type == apiv1.FieldType_FIELD_TYPE_UINT {
+		c.cur[s.PK[0]].kind = vUint
 	}
 	return nil
 }

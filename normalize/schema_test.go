@@ -9,6 +9,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/normalize/ddlmap"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
 )
@@ -51,27 +52,27 @@ func TestN17N18TypesAndRoles(t *testing.T) {
 	hidden := column(100, len(ti.Columns)+1, colDef{name: "hid", tp: mysql.TypeLong})
 	hidden.Hidden = true
 	ti.Columns = append(ti.Columns, virt, hidden)
-	s, err := buildShape(mt(ti), RoleOverrides{"short": apiv1.FieldRole_FIELD_ROLE_TEXT, "id": apiv1.FieldRole_FIELD_ROLE_TEXT})
+	s, err := ddlmap.BuildShape(mt(ti), RoleOverrides{"short": apiv1.FieldRole_FIELD_ROLE_TEXT, "id": apiv1.FieldRole_FIELD_ROLE_TEXT})
 	require.NoError(t, err)
 	byName := map[string]fieldSpec{}
-	for _, f := range s.fields {
-		byName[f.name] = f
+	for _, f := range s.Fields {
+		byName[f.Name] = f
 	}
 	require.NotContains(t, byName, "virt", "virtual generated columns are not stored (N16)")
 	require.NotContains(t, byName, "hid")
-	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY, byName["id"].role, "overrides never touch key fields")
-	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_TEXT, byName["short"].role, "override applied (N18)")
+	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY, byName["id"].Role, "overrides never touch key fields")
+	require.Equal(t, apiv1.FieldRole_FIELD_ROLE_TEXT, byName["short"].Role, "override applied (N18)")
 	for _, c := range cases {
 		if c.def.name == "short" {
 			continue
 		}
 		f := byName[c.def.name]
-		require.Equal(t, c.typ, f.ftype, c.def.name)
-		require.Equal(t, c.role, f.role, c.def.name)
-		require.Equal(t, c.dim, f.dim, c.def.name)
+		require.Equal(t, c.typ, f.Type, c.def.name)
+		require.Equal(t, c.role, f.Role, c.def.name)
+		require.Equal(t, c.dim, f.Dim, c.def.name)
 	}
 	// The definition the emulator gets is valid for its rules.
-	def := buildDefinition("d.t", s, SourceInfo{Database: "d", Table: "t", LogicalTableID: 1}, []string{"table:1"}, true)
+	def := ddlmap.Definition("d.t", s, SourceInfo{Database: "d", Table: "t", LogicalTableID: 1}, []string{"table:1"}, true)
 	require.Equal(t, []string{"id"}, def.GetPrimaryKey())
 	require.True(t, def.GetMetadataAux())
 }
@@ -80,12 +81,12 @@ func TestBuildShapeRejectsJSONKey(t *testing.T) {
 	ti := &model.TableInfo{ID: 5, Name: ci("t"), IsCommonHandle: true, State: model.StatePublic}
 	ti.Columns = []*model.ColumnInfo{column(1, 0, colDef{name: "j", tp: mysql.TypeJSON})}
 	ti.Indices = []*model.IndexInfo{{Primary: true, State: model.StatePublic, Columns: []*model.IndexColumn{{Offset: 0}}}}
-	_, err := buildShape(mt(ti), nil)
+	_, err := ddlmap.BuildShape(mt(ti), nil)
 	require.ErrorContains(t, err, "cannot be a key")
-	_, err = buildShape(nil, nil)
+	_, err = ddlmap.BuildShape(nil, nil)
 	require.Error(t, err)
 	bad := intPKTable(6, "t", colDef{name: "g", tp: mysql.TypeGeometry})
-	_, err = buildShape(mt(bad), nil)
+	_, err = ddlmap.BuildShape(mt(bad), nil)
 	require.ErrorContains(t, err, "unsupported column type")
 }
 
@@ -113,23 +114,23 @@ func TestN17ValueLowering(t *testing.T) {
 	}
 	for _, c := range cases {
 		var rc rowCopier
-		f := fieldSpec{name: "x", ftype: c.ft}
+		f := fieldSpec{Name: "x", Type: c.ft}
 		v, err := rc.lower(&f, (*minicdc.Value)(&c.d))
 		require.NoError(t, err, c.ft.String())
-		m := Mutation{Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, shape: &shape{fields: []fieldSpec{f}}, vals: []ownedVal{v}, data: rc.scratch, pkOff: uint32(len(rc.scratch))}
+		m := Mutation{Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, shape: &shape{Fields: []fieldSpec{f}}, vals: []ownedVal{v}, data: rc.scratch, pkOff: uint32(len(rc.scratch))}
 		var a protoAlloc
 		got := a.toProto(&m, 1, string(m.data), append([]byte(nil), m.data...)).GetFields()["x"]
 		require.Equal(t, c.want.String(), got.String(), c.ft.String())
 	}
 	var rc rowCopier
 	d := value.NewIntDatum(-1)
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_UINT}, (*minicdc.Value)(&d))
+	_, err = rc.lower(&fieldSpec{Type: apiv1.FieldType_FIELD_TYPE_UINT}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "negative")
 	d = value.NewStringDatum("x")
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_INT}, (*minicdc.Value)(&d))
+	_, err = rc.lower(&fieldSpec{Type: apiv1.FieldType_FIELD_TYPE_INT}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "does not fit")
 	d = value.NewVectorFloat32Datum([]byte{3, 0, 0, 0, 1})
-	_, err = rc.lower(&fieldSpec{ftype: apiv1.FieldType_FIELD_TYPE_VECTOR}, (*minicdc.Value)(&d))
+	_, err = rc.lower(&fieldSpec{Type: apiv1.FieldType_FIELD_TYPE_VECTOR}, (*minicdc.Value)(&d))
 	require.ErrorContains(t, err, "does not match")
 }
 

@@ -35,8 +35,12 @@ type Current struct {
 	Definition *apiv1.CollectionDefinition
 }
 
-// policyRank orders the non-DROP policies by strength (E27).
-func policyRank(p apiv1.SchemaUpdatePolicy) int {
+// PolicyRank orders the schema-change classes by strength (E27):
+// ADDITIVE < REBUILD_IN_PLACE < REBUILD_FULL. The other policies
+// (UNSPECIFIED, INITIAL_CREATION, DROP) are not on the scale and rank 0.
+// The emulator checks a request against it and the normalize bridge picks
+// its policy with it, so the two sides cannot disagree on the order.
+func PolicyRank(p apiv1.SchemaUpdatePolicy) int {
 	switch p {
 	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE:
 		return 1
@@ -46,6 +50,15 @@ func policyRank(p apiv1.SchemaUpdatePolicy) int {
 		return 3
 	}
 	return 0
+}
+
+// StrongerPolicy returns the stronger of a and b by PolicyRank (a on a
+// tie).
+func StrongerPolicy(a, b apiv1.SchemaUpdatePolicy) apiv1.SchemaUpdatePolicy {
+	if PolicyRank(b) > PolicyRank(a) {
+		return b
+	}
+	return a
 }
 
 // CheckSchemaRequest checks E20, E21, E23..E25, E27 and E31 for req against
@@ -119,7 +132,7 @@ func CheckSchemaRequest(cur Current, req *apiv1.PutCollectionSchemaRequest) erro
 		return nil
 	}
 	required := RequiredPolicy(cur.Definition, req.GetDefinition())
-	if policyRank(policy) < policyRank(required) {
+	if PolicyRank(policy) < PolicyRank(required) {
 		return Errf(ReasonPolicyTooWeak, "update_policy", required.String(), policy.String(), "the schema diff needs at least %s", required)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package normalize
+package ddlmap
 
 import (
 	"fmt"
@@ -19,39 +19,39 @@ const rowIDColumnID int64 = -1
 // is full-text indexed rather than treated as a keyword (N18).
 const textMinLen = 64
 
-// fieldSpec is one selected column as the bridge lowers it. It holds no
+// Field is one selected column as the bridge lowers it. It holds no
 // pointer into the TableInfo (N15): columns are found again by offset in the
 // TableInfo that comes with each row.
-type fieldSpec struct {
-	name     string
-	colID    int64
-	offset   int // offset in TableInfo.Columns; -1 for the row-id field
-	ftype    apiv1.FieldType
-	role     apiv1.FieldRole
-	dim      uint32
-	unsigned bool
+type Field struct {
+	Name     string
+	ColID    int64
+	Offset   int // offset in TableInfo.Columns; -1 for the row-id field
+	Type     apiv1.FieldType
+	Role     apiv1.FieldRole
+	Dim      uint32
+	Unsigned bool
 }
 
-// shape is the lowered form of one table schema version: the fields in
+// Shape is the lowered form of one table schema version: the fields in
 // column order and the key fields in key order.
-type shape struct {
-	fields []fieldSpec
-	pk     []int // indexes into fields, key order
-	rowID  bool  // keyed by _tidb_rowid read from the row key
-	// wireOverhead estimates what an upsert's fields add to its encoded
+type Shape struct {
+	Fields []Field
+	PK     []int // indexes into fields, key order
+	RowID  bool  // keyed by _tidb_rowid read from the row key
+	// WireOverhead estimates what an upsert's fields add to its encoded
 	// size beside the value bytes: names and per-entry framing (N21).
-	wireOverhead int64
+	WireOverhead int64
 }
 
 // RoleOverrides maps a column name to the role it must get, overriding N18.
 type RoleOverrides map[string]apiv1.FieldRole
 
-// buildShape lowers a table schema (N16-N18).
-func buildShape(ti *minicdc.TableInfo, roles RoleOverrides) (*shape, error) {
+// BuildShape lowers a table schema (N16-N18).
+func BuildShape(ti *minicdc.TableInfo, roles RoleOverrides) (*Shape, error) {
 	if ti == nil {
 		return nil, fmt.Errorf("normalize: nil TableInfo")
 	}
-	s := &shape{}
+	s := &Shape{}
 	byOffset := map[int]int{}
 	for off, c := range ti.Columns {
 		if c == nil || !c.Public || c.Hidden {
@@ -64,49 +64,49 @@ func buildShape(ti *minicdc.TableInfo, roles RoleOverrides) (*shape, error) {
 		if err != nil {
 			return nil, fmt.Errorf("normalize: table %q (id %d) column %q: %w", ti.Name.O, ti.ID, c.Name.O, err)
 		}
-		byOffset[off] = len(s.fields)
-		s.fields = append(s.fields, fieldSpec{
-			name: c.Name.O, colID: c.ID, offset: off, ftype: ft, dim: dim,
-			unsigned: c.Unsigned,
+		byOffset[off] = len(s.Fields)
+		s.Fields = append(s.Fields, Field{
+			Name: c.Name.O, ColID: c.ID, Offset: off, Type: ft, Dim: dim,
+			Unsigned: c.Unsigned,
 		})
 	}
 	// Key columns (N16, N19): the handle column or the primary index.
 	keyOffsets := ti.PrimaryKey
 	if len(keyOffsets) == 0 {
-		s.rowID = true
-		s.pk = []int{len(s.fields)}
-		s.fields = append(s.fields, fieldSpec{name: RowIDField, colID: rowIDColumnID, offset: -1, ftype: apiv1.FieldType_FIELD_TYPE_INT})
+		s.RowID = true
+		s.PK = []int{len(s.Fields)}
+		s.Fields = append(s.Fields, Field{Name: RowIDField, ColID: rowIDColumnID, Offset: -1, Type: apiv1.FieldType_FIELD_TYPE_INT})
 	} else {
 		for _, off := range keyOffsets {
 			i, ok := byOffset[off]
 			if !ok {
 				return nil, fmt.Errorf("normalize: table %q (id %d): primary-key column at offset %d is not a selected column", ti.Name.O, ti.ID, off)
 			}
-			switch s.fields[i].ftype {
+			switch s.Fields[i].Type {
 			case apiv1.FieldType_FIELD_TYPE_JSON, apiv1.FieldType_FIELD_TYPE_VECTOR:
-				return nil, fmt.Errorf("normalize: table %q: primary-key column %q has type %s, which cannot be a key (E12)", ti.Name.O, s.fields[i].name, s.fields[i].ftype)
+				return nil, fmt.Errorf("normalize: table %q: primary-key column %q has type %s, which cannot be a key (E12)", ti.Name.O, s.Fields[i].Name, s.Fields[i].Type)
 			}
-			s.pk = append(s.pk, i)
+			s.PK = append(s.PK, i)
 		}
 	}
-	for i := range s.fields {
+	for i := range s.Fields {
 		// map entry tag+len, key tag+len, value tag+len, Value oneof
 		// tag+len or varint/fixed payload: at most ~24 bytes.
-		s.wireOverhead += int64(len(s.fields[i].name)) + 24
+		s.WireOverhead += int64(len(s.Fields[i].Name)) + 24
 	}
 	isKey := map[int]bool{}
-	for _, i := range s.pk {
+	for _, i := range s.PK {
 		isKey[i] = true
 	}
-	for i := range s.fields {
-		f := &s.fields[i]
+	for i := range s.Fields {
+		f := &s.Fields[i]
 		if isKey[i] {
-			f.role = apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY
+			f.Role = apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY
 			continue
 		}
-		f.role = defaultRole(ti, f)
-		if r, ok := roles[f.name]; ok && r != apiv1.FieldRole_FIELD_ROLE_UNSPECIFIED && r != apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY {
-			f.role = r
+		f.Role = defaultRole(ti, f)
+		if r, ok := roles[f.Name]; ok && r != apiv1.FieldRole_FIELD_ROLE_UNSPECIFIED && r != apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY {
+			f.Role = r
 		}
 	}
 	return s, nil
@@ -153,13 +153,13 @@ func fieldTypeOf(c *minicdc.ColumnInfo) (apiv1.FieldType, uint32, error) {
 }
 
 // defaultRole is N18 for a non-key field.
-func defaultRole(ti *minicdc.TableInfo, f *fieldSpec) apiv1.FieldRole {
-	switch f.ftype {
+func defaultRole(ti *minicdc.TableInfo, f *Field) apiv1.FieldRole {
+	switch f.Type {
 	case apiv1.FieldType_FIELD_TYPE_STRING:
-		if f.offset < 0 {
+		if f.Offset < 0 {
 			return apiv1.FieldRole_FIELD_ROLE_STORED_ONLY
 		}
-		c := ti.Columns[f.offset]
+		c := ti.Columns[f.Offset]
 		switch c.Type {
 		case minicdc.TypeBlob:
 			return apiv1.FieldRole_FIELD_ROLE_TEXT
@@ -189,8 +189,8 @@ type SourceInfo struct {
 	LogicalTableID int64
 }
 
-// buildDefinition is the full canonical definition of a collection (N26).
-func buildDefinition(name string, s *shape, src SourceInfo, partitions []string, metadataAux bool) *apiv1.CollectionDefinition {
+// Definition is the full canonical definition of a collection (N26).
+func Definition(name string, s *Shape, src SourceInfo, partitions []string, metadataAux bool) *apiv1.CollectionDefinition {
 	def := &apiv1.CollectionDefinition{
 		Name: name,
 		Source: &apiv1.SourceTable{
@@ -198,15 +198,15 @@ func buildDefinition(name string, s *shape, src SourceInfo, partitions []string,
 		},
 		MetadataAux: metadataAux,
 	}
-	for _, f := range s.fields {
-		fd := &apiv1.Field{Name: f.name, Type: f.ftype, Role: f.role, VectorDim: f.dim}
-		if f.offset >= 0 {
-			fd.SourceColumnId = f.colID
+	for _, f := range s.Fields {
+		fd := &apiv1.Field{Name: f.Name, Type: f.Type, Role: f.Role, VectorDim: f.Dim}
+		if f.Offset >= 0 {
+			fd.SourceColumnId = f.ColID
 		}
 		def.Fields = append(def.Fields, fd)
 	}
-	for _, i := range s.pk {
-		def.PrimaryKey = append(def.PrimaryKey, s.fields[i].name)
+	for _, i := range s.PK {
+		def.PrimaryKey = append(def.PrimaryKey, s.Fields[i].Name)
 	}
 	def.SourcePartitions = append([]string(nil), partitions...)
 	sort.Strings(def.SourcePartitions)

@@ -1,30 +1,10 @@
-package normalize
+package ddlmap
 
 import (
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/minicdc"
 )
-
-// policyStrength orders the non-terminal classes (E27):
-// ADDITIVE < REBUILD_IN_PLACE < REBUILD_FULL.
-func policyStrength(p apiv1.SchemaUpdatePolicy) int {
-	switch p {
-	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_ADDITIVE:
-		return 1
-	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE:
-		return 2
-	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_FULL:
-		return 3
-	}
-	return 0
-}
-
-func strongest(a, b apiv1.SchemaUpdatePolicy) apiv1.SchemaUpdatePolicy {
-	if policyStrength(b) > policyStrength(a) {
-		return b
-	}
-	return a
-}
 
 // ClassifyDiff returns the class a change from old to next requires (N27,
 // the same rules as E27): REBUILD_FULL when the primary key changes (names,
@@ -112,5 +92,5 @@ func Classify(action minicdc.DDLAction, dropAll bool, old, next *apiv1.Collectio
 	if dropAll || isDropAction(action) {
 		return apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_DROP
 	}
-	return strongest(ClassifyDiff(old, next), actionFloor(action))
+	return contract.StrongerPolicy(ClassifyDiff(old, next), actionFloor(action))
 }
