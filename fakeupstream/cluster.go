@@ -70,6 +70,8 @@ type Cluster struct {
 	restored RestoreStats
 	closeMu  sync.Mutex
 	closed   bool
+	// meta holds named values of components beside the store (SaveMeta).
+	meta map[string][]byte
 }
 
 // RestoreStats describes the state a durable cluster found in its Dir.
@@ -102,7 +104,7 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeupstream: %w", err)
 	}
-	c := &Cluster{cfg: cfg, topo: topo}
+	c := &Cluster{cfg: cfg, topo: topo, meta: map[string][]byte{}}
 	switch {
 	case cfg.Clock != nil:
 		c.clock = cfg.Clock

@@ -30,6 +30,8 @@ func (c *Cluster) openLog() error {
 			c.store.GC(r.Ts)
 		case kvlog.TypeTSO:
 			mark = max(mark, r.Ts)
+		case kvlog.TypeMeta:
+			c.meta[string(r.Key)] = append([]byte(nil), r.Write.Value...)
 		case kvlog.TypeRegions:
 			// The last layout wins; copy it out of the read buffer.
 			regions, nextID = regions[:0], r.Ts
@@ -73,6 +75,33 @@ func (c *Cluster) logRegionsLocked() int64 {
 		return 0
 	}
 	return c.log.AppendRegions(c.topo.NextID(), c.topo.Regions())
+}
+
+// SaveMeta stores a named value of a component beside the store (the
+// fake PD's service GC safe points, G27): durable before it returns on a
+// durable cluster, kept in memory otherwise; a reopen gives back the last
+// value of each name (Meta).
+func (c *Cluster) SaveMeta(name string, value []byte) error {
+	c.mu.Lock()
+	c.meta[name] = append([]byte(nil), value...)
+	c.mu.Unlock()
+	if c.log == nil {
+		return nil
+	}
+	if err := c.log.SaveMeta(name, value); err != nil {
+		if errors.Is(err, kvlog.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("fakeupstream: save %s: %w", name, err)
+	}
+	return nil
+}
+
+// Meta returns the last value saved under name (nil: none).
+func (c *Cluster) Meta(name string) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.meta[name]...)
 }
 
 // Restored describes what New found in Config.Dir (zero in memory).

@@ -1,9 +1,45 @@
 package grpcserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 )
+
+// serviceSafePointsMeta is the cluster meta name the service table is
+// saved under (G27).
+const serviceSafePointsMeta = "pd/service-gc-safe-points"
+
+// marshal renders the service table for the cluster's meta (sorted, so an
+// unchanged table renders the same bytes).
+func (g *gcSafePoints) marshal() []byte {
+	out := make([]serviceSafePoint, 0, len(g.services))
+	for _, s := range g.services {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	b, _ := json.Marshal(out) // plain structs: cannot fail
+	return b
+}
+
+// restore loads a table saved by marshal (nil: keep the seeded one).
+func (g *gcSafePoints) restore(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var in []serviceSafePoint
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("grpcserver: saved service GC safe points %q: %w", b, err)
+	}
+	for _, s := range in {
+		if s.ID == "" {
+			return fmt.Errorf("grpcserver: saved service GC safe point without an id in %q", b)
+		}
+		g.services[s.ID] = s
+	}
+	return nil
+}
 
 // gcWorkerService is the service id PD seeds its service safe point table
 // with (TiDB's GC worker owns it). It never expires. (G20)

@@ -25,9 +25,33 @@ type pdServer struct {
 
 	mu sync.Mutex
 	gc *gcSafePoints
+	// saved is the service table as last saved (saveServices).
+	saved string
 }
 
-func newPDServer(s *Servers) *pdServer { return &pdServer{s: s, gc: newGCSafePoints()} }
+func newPDServer(s *Servers) (*pdServer, error) {
+	p := &pdServer{s: s, gc: newGCSafePoints()}
+	if err := p.gc.restore(s.c.Meta(serviceSafePointsMeta)); err != nil {
+		return nil, err
+	}
+	p.saved = string(p.gc.marshal())
+	return p, nil
+}
+
+// saveServices saves the service table in the cluster's meta when it
+// changed, so a durable cluster's PD keeps every service's safe point
+// across a restart, as PD keeps them in etcd (G27). Called under p.mu.
+func (p *pdServer) saveServices() error {
+	b := p.gc.marshal()
+	if string(b) == p.saved {
+		return nil
+	}
+	if err := p.s.c.SaveMeta(serviceSafePointsMeta, b); err != nil {
+		return err
+	}
+	p.saved = string(b)
+	return nil
+}
 
 const pdMemberID = 1
 
@@ -391,6 +415,9 @@ func (p *pdServer) UpdateServiceGCSafePoint(ctx context.Context, req *pdpb.Updat
 		p.gc.observeGC(req.GetSafePoint())
 	}
 	min := p.gc.update(id, req.GetTTL(), req.GetSafePoint(), p.s.c.NowMs())
+	if err := p.saveServices(); err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
 	return &pdpb.UpdateServiceGCSafePointResponse{Header: p.header(), ServiceId: req.GetServiceId(), TTL: req.GetTTL(), MinSafePoint: min}, nil
 }
 

@@ -212,3 +212,42 @@ func TestPDTsoOracleFailure(t *testing.T) {
 	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	require.ErrorContains(t, err, "disk full")
 }
+
+// TestG27ServiceSafePointsPersist: on a durable cluster the service GC
+// safe points (ids, safe points, expiry) survive a restart of the cluster
+// and its servers, so a registered reader's history stays protected; a
+// later GC is still clamped by them.
+func TestG27ServiceSafePointsPersist(t *testing.T) {
+	dir := t.TempDir()
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: 1, Dir: dir})
+	require.NoError(t, err)
+	s, err := Start(c, Config{})
+	require.NoError(t, err)
+	cli := newPDClient(t, s)
+	ctx := testCtx(t)
+	_, err = cli.UpdateServiceGCSafePoint(ctx, "cdc", 3600, 100)
+	require.NoError(t, err)
+	_, err = cli.UpdateServiceGCSafePoint(ctx, "gone", 3600, 120)
+	require.NoError(t, err)
+	_, err = cli.UpdateServiceGCSafePoint(ctx, "gone", 0, 0)
+	require.NoError(t, err)
+	cli.Close()
+	s.Close()
+	require.NoError(t, c.Close())
+
+	c, s = startCluster(t, fakeupstream.Config{Seed: 1, Dir: dir})
+	t.Cleanup(func() { _ = c.Close() })
+	cli = newPDClient(t, s)
+	st, err := cli.GetGCStatesClient(0).GetGCState(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.GCBarriers, 1, "cdc kept, gone stays removed")
+	require.Equal(t, "cdc", st.GCBarriers[0].BarrierID)
+	require.Equal(t, uint64(100), st.GCBarriers[0].BarrierTS)
+	require.Greater(t, st.GCBarriers[0].TTL, time.Duration(0))
+	sp, err := cli.UpdateGCSafePoint(ctx, 500)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), sp, "GC after the restart is clamped by the restored service")
+	min, err := cli.UpdateServiceGCSafePoint(ctx, "late", 60, 50)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), min)
+}

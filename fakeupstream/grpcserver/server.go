@@ -100,7 +100,10 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 		}
 		s.stores[st.ID] = ep
 	}
-	s.pd = newPDServer(s)
+	if s.pd, err = newPDServer(s); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
 	pdpb.RegisterPDServer(s.pdSrv.srv, s.pd)
 	etcdserverpb.RegisterClusterServer(s.pdSrv.srv, &etcdCluster{s: s})
 	for id, ep := range s.stores {

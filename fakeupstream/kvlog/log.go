@@ -333,6 +333,19 @@ func (l *Log) AppendRegions(nextID uint64, regions []topology.Region) int64 {
 	return l.appended
 }
 
+// SaveMeta appends a named value (TypeMeta) and makes it durable.
+func (l *Log) SaveMeta(name string, value []byte) error {
+	l.mu.Lock()
+	if l.writable() {
+		n := len(l.buf)
+		l.buf = AppendMeta(l.buf, name, value)
+		l.appended += int64(len(l.buf) - n)
+	}
+	lsn := l.appended
+	l.mu.Unlock()
+	return l.Sync(lsn)
+}
+
 // SaveTSO appends the TSO high-water mark and makes it durable.
 func (l *Log) SaveTSO(limit uint64) error { return l.Sync(l.appendTs(TypeTSO, limit)) }
 

@@ -48,6 +48,10 @@ const (
 	// next id (Ts) after a split, merge or peer/leader change; the last
 	// one replayed wins (DUR-9).
 	TypeRegions
+	// TypeMeta: a named value of a component beside the store (Key =
+	// name, Write.Value = value), e.g. the fake PD's service GC safe
+	// points; the last one of a name wins (G27).
+	TypeMeta
 )
 
 func (t Type) String() string {
@@ -64,6 +68,8 @@ func (t Type) String() string {
 		return "tso"
 	case TypeRegions:
 		return "regions"
+	case TypeMeta:
+		return "meta"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -197,6 +203,15 @@ func AppendRegions(b []byte, nextID uint64, regions []topology.Region) []byte {
 	return endFrame(b, at)
 }
 
+// AppendMeta appends a framed TypeMeta record.
+func AppendMeta(b []byte, name string, value []byte) []byte {
+	b, at := beginFrame(b)
+	b = append(b, byte(TypeMeta))
+	b = putBytes(b, []byte(name))
+	b = putBytes(b, value)
+	return endFrame(b, at)
+}
+
 // ---- decoding ----
 
 // DecodeError: a record's payload does not parse. Off is the payload
@@ -317,6 +332,9 @@ func DecodePayload(p []byte) (Record, error) {
 		rec.StartTs = r.uvarint("start ts")
 	case TypeGC, TypeTSO:
 		rec.Ts = r.uvarint("ts")
+	case TypeMeta:
+		rec.Key = r.bytes("name")
+		rec.Write.Value = r.bytes("value")
 	case TypeRegions:
 		rec.Ts = r.uvarint("next id")
 		n := r.uvarint("region count")
