@@ -31,7 +31,7 @@ type bigTxnRig struct {
 	tid  int64
 }
 
-func newBigTxnRig(t *testing.T, quota int64) *bigTxnRig {
+func newBigTxnRig(t testing.TB, quota int64) *bigTxnRig {
 	t.Helper()
 	r := &bigTxnRig{ctx: context.Background(), dir: t.TempDir()}
 	up, err := NewUpstream(r.ctx, UpstreamConfig{Seed: 3, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond})
@@ -69,7 +69,7 @@ func newBigTxnRig(t *testing.T, quota int64) *bigTxnRig {
 	return r
 }
 
-func (r *bigTxnRig) start(t *testing.T) {
+func (r *bigTxnRig) start(t testing.TB) {
 	t.Helper()
 	a, err := Start(r.ctx, r.up, r.emu, Config{DataDir: r.dir, Tables: bulkTables, Memory: r.mem})
 	if err != nil {
@@ -79,7 +79,7 @@ func (r *bigTxnRig) start(t *testing.T) {
 	t.Cleanup(func() { _ = a.Close() })
 }
 
-func (r *bigTxnRig) exec(t *testing.T, q string) uint64 {
+func (r *bigTxnRig) exec(t testing.TB, q string) uint64 {
 	t.Helper()
 	res, err := r.up.SQL.NewSession("").Exec(r.ctx, q)
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *bigTxnRig) exec(t *testing.T, q string) uint64 {
 // bigTxn writes rows [from, from+n) of shop.bulk in one transaction through
 // the typed Txn API, with a body of bodyLen bytes each; between its
 // prewrite and its commit, small transactions commit on both tables.
-func (r *bigTxnRig) bigTxn(t *testing.T, from, n int64, bodyLen int) uint64 {
+func (r *bigTxnRig) bigTxn(t testing.TB, from, n int64, bodyLen int) uint64 {
 	t.Helper()
 	txn := r.up.Cluster.Begin()
 	body := make([]byte, bodyLen)
