@@ -36,6 +36,8 @@ type runConfig struct {
 	InProcess      bool          `json:"in_process"`
 	PDTimeout      time.Duration `json:"pd_timeout"`
 	Pprof          string        `json:"pprof"`
+	MemoryQuota    string        `json:"memory_quota"`
+	SpillQuota     string        `json:"spill_quota"`
 }
 
 func defaultRunConfig() runConfig {
@@ -50,6 +52,7 @@ func defaultRunConfig() runConfig {
 		StatusInterval: 5 * time.Second,
 		PDTimeout:      adapter.DefaultConnectTimeout,
 		Pprof:          "auto",
+		MemoryQuota:    "512MiB",
 	}
 }
 

@@ -50,6 +50,9 @@ func (c adapterCollector) Describe(ch chan<- *prometheus.Desc) {
 		mRegionRequests, mLockResolutions, mGCSafePoint, mGCAge, mGCRenewAge} {
 		ch <- d
 	}
+	for _, d := range memoryDescs {
+		ch <- d
+	}
 }
 
 func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -97,6 +100,7 @@ func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
 	if cur == nil {
 		return
 	}
+	collectMemory(gauge, v.mem, cur)
 	gauge(mAdapterEpoch, float64(cur.Resume.Epoch))
 	gauge(mCheckpointTs, float64(st.LastCheckpointTs))
 	gauge(mCheckpointLag, lag(st.LastCheckpointTs))

@@ -43,7 +43,14 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	// The supervisor restarts the adapter with the new physical tables when
 	// a DDL changes them (TRUNCATE, partition DDLs), so no row is lost.
 	view := newStatusView(up)
-	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap()}
+	mem, err := cfg.adapterMemory()
+	if err != nil {
+		return err
+	}
+	view.mu.Lock()
+	view.mem = mem
+	view.mu.Unlock()
+	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem}
 	sup, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
 	if err != nil {
 		return fmt.Errorf("starting the adapter: %w", err)

@@ -67,6 +67,7 @@ func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulato
 		buffered += ps.UnsealedRows + ps.SealedRows
 	}
 	fmt.Fprintf(&b, "sfemu: rows/s=%.0f rows=%d buffered=%d ddls=%d checkpoint_ts=%d", rate, cur.RowsDelivered, buffered, cur.DDLsDelivered, cur.LastCheckpointTs)
+	b.WriteString(memoryWords(a))
 	now, err := up.CurrentTs(ctx)
 	list, lerr := emu.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
 	if err == nil && lerr == nil {

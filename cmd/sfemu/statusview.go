@@ -23,6 +23,7 @@ type statusView struct {
 	reason   string
 	since    time.Time
 	sup      *adapter.Supervisor
+	mem      adapter.Memory // the quotas every adapter shares (set before the first starts)
 	restarts int // requested over /admin/restart-adapter
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
