@@ -24,7 +24,7 @@ type statusView struct {
 	since    time.Time
 	sup      *adapter.Supervisor
 	mem      adapter.Memory // the quotas every adapter shares (set before the first starts)
-	restarts int // requested over /admin/restart-adapter
+	restarts int            // requested over /admin/restart-adapter
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
 	seenTSC  int // table-set restarts already turned into error rows
