@@ -72,11 +72,11 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	restarts := make(chan chan restartResult)
 	mux := http.NewServeMux()
 	if s.demo {
-		mux.Handle("/upstream/sql", sqlHandler(up, cfg.Token))
+		mux.Handle("/upstream/sql", prettyJSON(sqlHandler(up, cfg.Token)))
 	}
-	mux.Handle("/admin/restart-adapter", restartHandler(restarts, cfg.Token))
+	mux.Handle("/admin/restart-adapter", prettyJSON(restartHandler(restarts, cfg.Token)))
 	var pause sync.Mutex // held by a workload step, and by a consistency check
-	mux.Handle("/admin/check", checkHandler(up, emu, s.tables, &pause, cfg.Token, !s.demo))
+	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, s.tables, &pause, cfg.Token, !s.demo)))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
 	if err != nil {
