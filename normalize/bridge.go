@@ -39,6 +39,7 @@ type partition struct {
 
 	// Control path (under Bridge.ctl).
 	seq      seqCounter
+	seqRun   seqRun // the seq-contiguity invariant (-tags invariants)
 	advanced uint64 // last resolved ts stored for the partition
 	lastCP   uint64 // last checkpoint value seen
 	retired  bool   // removed from its collection by a DDL

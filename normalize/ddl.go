@@ -142,12 +142,14 @@ func (b *Bridge) applyDDL(coll *collection, req *apiv1.PutCollectionSchemaReques
 		for _, p := range coll.partitions {
 			// The emulator removed the partition's state (E30).
 			p.seq.next, p.advanced, p.stateInSink = 1, 0, false
+			p.seqRun.restart()
 		}
 		return nil, nil, nil
 	case apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_INITIAL_CREATION:
 		for _, p := range coll.partitions {
 			p.retired = false
 			p.seq.next, p.advanced, p.stateInSink = 1, 0, false
+			p.seqRun.restart()
 		}
 	}
 	for _, p := range coll.partitions {

@@ -80,6 +80,9 @@ func (b *Bridge) ingestPipelined(ctx context.Context, p *partition, bb *batchBui
 // ingestBatch sends one batch and checks its acknowledgement; a failure
 // stops the bridge (N7).
 func (b *Bridge) ingestBatch(ctx context.Context, p *partition, batch *apiv1.MutationBatch) error {
+	if err := p.seqRun.check(p.name, batch); err != nil {
+		return b.stop(err)
+	}
 	resp, err := b.sink.Ingest(ctx, batch)
 	if err != nil {
 		return b.stop(fmt.Errorf("normalize: ingest %s epoch %d seq %d..%d: %w", p.name, batch.GetSourceEpoch(),
