@@ -72,6 +72,11 @@ func Open(dir string) (*DB, error) {
 	// (a truncate plus an extra fsync per commit) while the mapping is
 	// smaller than AllocSize; a large initial mapping (virtual address
 	// space only) makes it grow in AllocSize chunks from the start.
+	// A file shorter than its pages would fault inside the mapping
+	// (SIGBUS) instead of failing Open (E63).
+	if err := precheck(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout, InitialMmapSize: 1 << 30})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
