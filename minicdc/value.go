@@ -11,7 +11,9 @@ import (
 // Value is SQL NULL.
 //
 // It has the representation of the codec's datum, so a row image decodes
-// straight into a []Value without a copy or an allocation.
+// straight into a []Value without a copy or an allocation. Its methods take
+// a pointer: they read the payload in place (the row path calls them per
+// value).
 type Value value.Datum
 
 // ValueKind says which payload a Value holds.
@@ -61,31 +63,31 @@ func _() {
 func (k ValueKind) String() string { return value.Kind(k).String() }
 
 // Kind reports the value's kind.
-func (v Value) Kind() ValueKind { return ValueKind(value.Datum(v).Kind()) }
+func (v *Value) Kind() ValueKind { return ValueKind((*value.Datum)(v).Kind()) }
 
 // IsNull reports SQL NULL.
-func (v Value) IsNull() bool { return value.Datum(v).IsNull() }
+func (v *Value) IsNull() bool { return (*value.Datum)(v).IsNull() }
 
 // GetInt64 is the payload of ValueInt64 and ValueYear.
-func (v Value) GetInt64() int64 { return value.Datum(v).GetInt64() }
+func (v *Value) GetInt64() int64 { return (*value.Datum)(v).GetInt64() }
 
 // GetUint64 is the payload of ValueUint64 and ValueBit.
-func (v Value) GetUint64() uint64 { return value.Datum(v).GetUint64() }
+func (v *Value) GetUint64() uint64 { return (*value.Datum)(v).GetUint64() }
 
 // GetFloat64 is the payload of ValueFloat64.
-func (v Value) GetFloat64() float64 { return value.Datum(v).GetFloat64() }
+func (v *Value) GetFloat64() float64 { return (*value.Datum)(v).GetFloat64() }
 
 // GetFloat32 is the payload of ValueFloat32.
-func (v Value) GetFloat32() float32 { return value.Datum(v).GetFloat32() }
+func (v *Value) GetFloat32() float32 { return (*value.Datum)(v).GetFloat32() }
 
 // GetBytes is the borrowed payload of strings, bytes, JSON and vectors.
-func (v Value) GetBytes() []byte { return value.Datum(v).GetBytes() }
+func (v *Value) GetBytes() []byte { return (*value.Datum)(v).GetBytes() }
 
 // AppendText appends the canonical text form (as TiDB prints the value)
 // to dst.
-func (v Value) AppendText(dst []byte) ([]byte, error) { return value.Datum(v).AppendText(dst) }
+func (v *Value) AppendText(dst []byte) ([]byte, error) { return (*value.Datum)(v).AppendText(dst) }
 
-func (v Value) String() string { return value.Datum(v).String() }
+func (v *Value) String() string { return (*value.Datum)(v).String() }
 
 // ValuesOf views decoded datums as Values (no copy).
 func ValuesOf(ds []value.Datum) []Value {
