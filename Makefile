@@ -28,6 +28,7 @@ vet:
 	$(GO) vet ./...
 
 test: fmt-check vet
+	bash .ci/ensure-chromium.sh
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -tags invariants $(RACE_PKGS)
 	$(MAKE) realcluster-selftest
