@@ -6,10 +6,13 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
+	"time"
 
+	"github.com/searchfabric/sfemu/fakeupstream/mvcc"
 	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 )
 
@@ -93,7 +96,7 @@ func (w *Workload) Resume(ctx context.Context, srv *sqlfront.Server, ts uint64) 
 	if !Exists(srv) {
 		return nil
 	}
-	products, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, "products", ts)
+	products, err := readResolving(ctx, srv, "products", ts)
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
@@ -104,7 +107,7 @@ func (w *Workload) Resume(ctx context.Context, srv *sqlfront.Server, ts uint64) 
 		w.live = append(w.live, id)
 		w.nextID = max(w.nextID, id+1)
 	}
-	events, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, "events", ts)
+	events, err := readResolving(ctx, srv, "events", ts)
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
@@ -190,4 +193,29 @@ func (w *Workload) ddl(ctx context.Context) error {
 		return w.exec(ctx, "ALTER TABLE "+Database+".products ADD COLUMN promo VARCHAR(64) DEFAULT 'none'")
 	}
 	return w.exec(ctx, "ALTER TABLE "+Database+".products DROP COLUMN promo")
+}
+
+// readResolving reads a demo table at ts as a TiDB reader would after a
+// crash: a lock left by a transaction that was in flight when the previous
+// process died is resolved once its TTL has passed (committed if its
+// primary committed, rolled back otherwise), waiting for the TTL first, so
+// a restart right after kill -9 does not fail on the dead writer's lock.
+func readResolving(ctx context.Context, srv *sqlfront.Server, table string, ts uint64) (*sqlfront.TableSnapshot, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		snap, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, table, ts)
+		le := (*mvcc.LockedError)(nil)
+		if !errors.As(err, &le) || time.Now().After(deadline) {
+			return snap, err
+		}
+		key := le.Lock.Key
+		if _, rerr := srv.Cluster().ResolveLocks(key, append(append([]byte(nil), key...), 0), ts); rerr != nil {
+			return nil, fmt.Errorf("resolve lock on %x in %s.%s: %w", key, Database, table, rerr)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // the lock may still be alive (its TTL decides)
+		}
+	}
 }
