@@ -157,6 +157,7 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 	}
 	defer unlock()
 	initClientLog(cfg.DataDir)
+	defer quietClientLog()
 	if cfg.PD == "" {
 		return runEmbedded(ctx, cfg, out)
 	}
@@ -250,6 +251,18 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 // clientLogFile receives the PD client's and client-go's own log lines
 // (level warn), so they stay out of the status output.
 const clientLogFile = "client.log"
+
+// quietClientLog points the PD client's and client-go's global logger away
+// from the data dir when a run ends: their goroutines can outlive the run
+// by a moment, and a late line must not recreate client.log in a data dir
+// that is being removed (seen as a test's TempDir cleanup failing with
+// "directory not empty").
+func quietClientLog() {
+	lg, props, err := log.InitLogger(&log.Config{Level: "fatal"})
+	if err == nil {
+		log.ReplaceGlobals(lg, props)
+	}
+}
 
 func initClientLog(dataDir string) {
 	lg, props, err := log.InitLogger(&log.Config{Level: "warn", File: log.FileLogConfig{Filename: filepath.Join(dataDir, clientLogFile), MaxSize: 64, MaxBackups: 2}})
