@@ -96,19 +96,7 @@ func measure(b *testing.B, op func(i int)) {
 // its cost does not grow with the table (one statement = parse, get,
 // encode, 2PC commit in memory).
 func BenchmarkUpdateByPK(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
-			s := benchServer(b, n)
-			ss := s.NewSession("b")
-			ctx := context.Background()
-			measure(b, func(i int) {
-				id := 1 + (i*7919)%n
-				if _, err := ss.Exec(ctx, fmt.Sprintf("UPDATE t SET v = %d WHERE id = %d", i, id)); err != nil {
-					b.Fatal(err)
-				}
-			})
-		})
-	}
+	benchStatement(b, func(i, id int) string { return fmt.Sprintf("UPDATE t SET v = %d WHERE id = %d", i, id) })
 }
 
 // BenchmarkDeleteByPK (S21): `DELETE ... WHERE id = ?`, each followed by
@@ -149,19 +137,7 @@ func BenchmarkDeleteByPK(b *testing.B) {
 // BenchmarkUpdateByUniqueIndex (S21): equality on a unique secondary index
 // is a point get of the index entry, then of the row.
 func BenchmarkUpdateByUniqueIndex(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
-			s := benchServer(b, n)
-			ss := s.NewSession("b")
-			ctx := context.Background()
-			measure(b, func(i int) {
-				id := 1 + (i*7919)%n
-				if _, err := ss.Exec(ctx, fmt.Sprintf("UPDATE t SET v = %d WHERE email = 'u%d@x'", i, id)); err != nil {
-					b.Fatal(err)
-				}
-			})
-		})
-	}
+	benchStatement(b, func(i, id int) string { return fmt.Sprintf("UPDATE t SET v = %d WHERE email = 'u%d@x'", i, id) })
 }
 
 // BenchmarkUpdateByIndexGroup (S21): `UPDATE ... WHERE g10 = ?` on a
@@ -169,14 +145,18 @@ func BenchmarkUpdateByUniqueIndex(b *testing.B) {
 // index prefix scan of 10 entries, 10 point gets and 10 row writes per
 // statement, independent of the table size.
 func BenchmarkUpdateByIndexGroup(b *testing.B) {
+	benchStatement(b, func(i, id int) string { return fmt.Sprintf("UPDATE t SET v = %d WHERE g10 = %d", i, id/10) })
+}
+
+// benchStatement runs one statement per op at every table size; stmt
+// gets the op index and a row id spread over the table.
+func benchStatement(b *testing.B, stmt func(i, id int) string) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
-			s := benchServer(b, n)
-			ss := s.NewSession("b")
+			ss := benchServer(b, n).NewSession("b")
 			ctx := context.Background()
 			measure(b, func(i int) {
-				id := 1 + (i*7919)%n
-				if _, err := ss.Exec(ctx, fmt.Sprintf("UPDATE t SET v = %d WHERE g10 = %d", i, id/10)); err != nil {
+				if _, err := ss.Exec(ctx, stmt(i, 1+(i*7919)%n)); err != nil {
 					b.Fatal(err)
 				}
 			})
