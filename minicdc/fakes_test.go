@@ -298,7 +298,6 @@ func (s *fakeSource) Subscribe(ctx context.Context, subID uint64, span kvevent.S
 		return err
 	}
 	s.mu.Lock()
-	s.consumers[id] = c
 	init := s.initialResolved
 	s.mu.Unlock()
 	if init != nil {
@@ -306,6 +305,12 @@ func (s *fakeSource) Subscribe(ctx context.Context, subID uint64, span kvevent.S
 			c.AdvanceResolvedTs(ts)
 		}
 	}
+	// The consumer is published only after the initial report: a real
+	// source delivers to one span on one goroutine (kvevent.Consumer), so a
+	// test that drives the consumer must not overlap that first call.
+	s.mu.Lock()
+	s.consumers[id] = c
+	s.mu.Unlock()
 	return nil
 }
 
