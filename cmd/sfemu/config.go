@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/searchfabric/sfemu/adapter"
+	"github.com/searchfabric/sfemu/tablefilter"
 )
 
 // runConfig is everything `sfemu run` is configured with. A config file
@@ -114,8 +115,25 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	return nil
 }
 
-// parseTables parses --tables: db.t1,db.t2.
-func parseTables(s string) ([]adapter.TableRef, error) {
+// parseTables parses --tables: a plain list db.t1,db.t2 (any characters
+// in the names, as before), or table filter rules (shop.*, !shop.audit,
+// specs/tableset.md TF1). A list returns its tables; rules with a pattern
+// return the filter, resolved when the upstream is connected (TF8).
+func parseTables(s string) ([]adapter.TableRef, *tablefilter.Filter, error) {
+	if strings.ContainsAny(s, "*?[]!/\\\"`") {
+		f, err := tablefilter.Parse(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tables: %w", err)
+		}
+		if names, ok := f.Literal(); ok {
+			out := make([]adapter.TableRef, len(names))
+			for i, n := range names {
+				out[i] = adapter.TableRef{DB: n[0], Table: n[1]}
+			}
+			return out, nil, nil
+		}
+		return nil, f, nil
+	}
 	var out []adapter.TableRef
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
@@ -125,16 +143,16 @@ func parseTables(s string) ([]adapter.TableRef, error) {
 		}
 		db, table, ok := strings.Cut(part, ".")
 		if !ok || db == "" || table == "" || strings.Contains(table, ".") {
-			return nil, fmt.Errorf("--tables: %q is not db.table", part)
+			return nil, nil, fmt.Errorf("--tables: %q is not db.table", part)
 		}
 		if seen[strings.ToLower(part)] {
-			return nil, fmt.Errorf("--tables: %q is listed twice", part)
+			return nil, nil, fmt.Errorf("--tables: %q is listed twice", part)
 		}
 		seen[strings.ToLower(part)] = true
 		out = append(out, adapter.TableRef{DB: db, Table: table})
 	}
 	if len(out) == 0 {
-		return nil, errors.New("--pd needs --tables db.t1[,db.t2...]: the tables to mirror")
+		return nil, nil, errors.New("--pd needs --tables db.t1[,db.t2...]: the tables to mirror")
 	}
-	return out, nil
+	return out, nil, nil
 }

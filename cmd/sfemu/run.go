@@ -89,7 +89,7 @@ errors) go to <data-dir>/client.log.`,
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
 	f.StringVar(&cfg.MySQL, "mysql", cfg.MySQL, "embedded mode: MySQL-protocol front of the embedded upstream (an empty host binds 127.0.0.1); empty disables it")
 	f.StringVar(&cfg.PD, "pd", cfg.PD, "real-cluster mode: PD addresses, host:port[,host:port...] (requires --tables)")
-	f.StringVar(&cfg.Tables, "tables", cfg.Tables, "real-cluster mode: tables to mirror, db.t1,db.t2 (collection names db.t1, db.t2)")
+	f.StringVar(&cfg.Tables, "tables", cfg.Tables, "real-cluster mode: tables to mirror, db.t1,db.t2 or TiCDC-style filter rules such as 'shop.*,!shop.audit' (collection names db.table)")
 	f.Uint64Var(&cfg.StartTs, "start-ts", cfg.StartTs, "real-cluster mode: ts to start from when the data dir has no stored progress (0 = now); must be at or above the GC safe point")
 	f.DurationVar(&cfg.PDTimeout, "pd-timeout", cfg.PDTimeout, "real-cluster mode: how long to try reaching PD before giving up")
 	f.BoolVar(&cfg.InProcess, "in-process", cfg.InProcess, "embedded mode: read the embedded cluster in process instead of over its gRPC servers (no PD client, client-go or log puller)")
@@ -224,7 +224,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 
 // runReal mirrors --tables of the cluster behind --pd.
 func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
-	tables, err := parseTables(cfg.Tables)
+	tables, filter, err := parseTables(cfg.Tables)
 	if err != nil {
 		return err
 	}
@@ -244,6 +244,11 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 	defer up.Close()
 	if err := datadir.Bind(cfg.DataDir, datadir.Owner{Mode: "real", ClusterID: up.PD.PD.ClusterID()}); err != nil {
 		return err
+	}
+	if filter != nil {
+		if tables, _, err = adapter.ResolveFilter(ctx, up, filter, cfg.StartTs); err != nil {
+			return fmt.Errorf("--tables: %w", err)
+		}
 	}
 	return serve(ctx, cfg, out, session{up: up, tables: tables, gc: datadir.GCConfig(cfg.DataDir)})
 }
