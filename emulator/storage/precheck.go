@@ -115,6 +115,9 @@ func precheck(path string) error {
 		return damaged("is %d bytes but its meta page %d says its pages reach %d bytes (%d pages of %d)",
 			size, use.page, need, use.pgid, use.pageSize)
 	}
+	if err := checkTree(f, use); err != nil {
+		return damaged("has a damaged page structure (from meta page %d): %v", use.page, err)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 	"unicode/utf8"
 
@@ -31,10 +32,13 @@ var lockTimeout = 2 * time.Second
 // FileName is the bbolt file inside the data directory.
 const FileName = "emulator.db"
 
-// formatVersion 2: document keys carry a length prefix (docKey). Files of
-// format 1 (raw keys) are still opened and written in their own format.
+// formatVersion 3: every value is sealed with a checksum (record.go, E64);
+// document keys carry a length prefix (docKey). Files of format 2 (no
+// checksums) and 1 (no checksums, raw document keys) are migrated to 3 by
+// the first read-write Open (migrate.go).
 const (
-	formatVersion = "2"
+	formatVersion = "3"
+	formatNoSums  = "2"
 	formatRawKeys = "1"
 )
 
@@ -45,6 +49,7 @@ var (
 	bucketIdempotency = []byte("idempotency")
 	bucketDocs        = []byte("docs") // holds one nested bucket per collection
 	keyFormat         = []byte("format")
+	allBuckets        = [][]byte{bucketMeta, bucketCollections, bucketPartitions, bucketIdempotency, bucketDocs}
 )
 
 // Document record prefixes.
@@ -56,8 +61,8 @@ const (
 
 // DB is an open store.
 type DB struct {
-	db      *bolt.DB
-	rawKeys bool // format 1 file
+	db   *bolt.DB
+	path string
 }
 
 // Open opens or creates the store in dir.
@@ -77,7 +82,28 @@ func Open(dir string) (*DB, error) {
 	if err := precheck(path); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout, InitialMmapSize: 1 << 30})
+	db, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{db: db, path: path}, nil
+}
+
+// openFile opens the bbolt file and prepares its buckets, migrating an
+// older format. bbolt walks the pages here (NoFreelistSync rebuilds the
+// freelist from them); a damaged page that passed precheck panics or
+// faults inside bbolt, which becomes an error naming the file.
+func openFile(path string) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				_ = db.Close()
+			}
+			db, err = nil, fmt.Errorf("storage: open %s: the file's page structure is damaged (%v): %w", path, r, errDamaged)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: lockTimeout, InitialMmapSize: 1 << 30})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("storage: open %s: file is locked by another emulator (waited %s): %w", path, lockTimeout, err)
@@ -85,20 +111,33 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	db.AllocSize = 64 << 20
-	rawKeys := false
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketCollections, bucketPartitions, bucketIdempotency, bucketDocs} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+		var format []byte
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			format = meta.Get(keyFormat)
+		}
+		for _, b := range allBuckets {
+			if tx.Bucket(b) != nil {
+				continue
+			}
+			// Buckets are created with the format mark, in one
+			// transaction: a marked file without one lost it (a whole
+			// kind of record), which must not read as "no records".
+			if format != nil {
+				return fmt.Errorf("storage: open %s: bucket %q is missing: %w", path, b, errDamaged)
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
 				return err
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyFormat); v == nil {
+		switch v := format; {
+		case v == nil:
 			return meta.Put(keyFormat, []byte(formatVersion))
-		} else if string(v) == formatRawKeys {
-			rawKeys = true
-		} else if string(v) != formatVersion {
-			return fmt.Errorf("storage: %s has format %q, this build reads %q", path, v, formatVersion)
+		case string(v) == formatRawKeys || string(v) == formatNoSums:
+			return migrate(tx, path, string(v))
+		case string(v) != formatVersion:
+			return fmt.Errorf("storage: %s has format %q, this build reads %q (and migrates %q and %q)", path, v, formatVersion, formatNoSums, formatRawKeys)
 		}
 		return nil
 	})
@@ -106,7 +145,7 @@ func Open(dir string) (*DB, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	return &DB{db: db, rawKeys: rawKeys}, nil
+	return db, nil
 }
 
 // Close closes the file.
@@ -114,10 +153,9 @@ func (d *DB) Close() error { return d.db.Close() }
 
 // Tx is one write transaction.
 type Tx struct {
-	tx      *bolt.Tx
-	rawKeys bool
+	tx *bolt.Tx
 	// buckets caches document buckets: PutEntry runs once per row.
-	buckets map[string]*bolt.Bucket
+	buckets map[string]docBucket
 	// arena holds the keys and values of PutEntry: bbolt keeps references
 	// to them until the transaction ends, so they are carved from chunks
 	// that live as long as the transaction instead of allocated per row.
@@ -149,7 +187,7 @@ func (t *Tx) take(b []byte) []byte {
 
 // Update runs fn in one transaction and commits (fsync) when fn returns nil.
 func (d *DB) Update(fn func(*Tx) error) error {
-	return d.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, rawKeys: d.rawKeys}) })
+	return d.db.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
 }
 
 // PutCollection stores the catalog record of a collection name. Only the
@@ -159,7 +197,8 @@ func (t *Tx) PutCollection(rec *apiv1.CollectionStatus) error {
 	if err != nil {
 		return err
 	}
-	return t.tx.Bucket(bucketCollections).Put([]byte(rec.GetDefinition().GetName()), b)
+	k := []byte(rec.GetDefinition().GetName())
+	return t.tx.Bucket(bucketCollections).Put(k, seal(scopeCollections, k, b))
 }
 
 // PutPartition stores a partition's stream state.
@@ -168,7 +207,8 @@ func (t *Tx) PutPartition(ps *apiv1.PartitionState) error {
 	if err != nil {
 		return err
 	}
-	return t.tx.Bucket(bucketPartitions).Put([]byte(ps.GetSourcePartition()), b)
+	k := []byte(ps.GetSourcePartition())
+	return t.tx.Bucket(bucketPartitions).Put(k, seal(scopePartitions, k, b))
 }
 
 // DeletePartition forgets a partition's stream state.
@@ -186,28 +226,36 @@ func IdempotencyKey(clientID, key string) []byte {
 
 // PutIdempotency stores the digest of an accepted request and its response.
 func (t *Tx) PutIdempotency(key []byte, digest [32]byte, resp []byte) error {
-	v := make([]byte, 0, 32+len(resp))
+	v := make([]byte, sumLen, sumLen+32+len(resp))
 	v = append(v, digest[:]...)
 	v = append(v, resp...)
+	sealInPlace(scopeIdempotency, key, v)
 	return t.tx.Bucket(bucketIdempotency).Put(key, v)
 }
 
-func (t *Tx) docs(collection string) (*bolt.Bucket, error) {
+// docBucket is a collection's document bucket and its checksum scope.
+type docBucket struct {
+	b     *bolt.Bucket
+	scope []byte
+}
+
+func (t *Tx) docs(collection string) (docBucket, error) {
 	if b, ok := t.buckets[collection]; ok {
 		return b, nil
 	}
 	b, err := t.tx.Bucket(bucketDocs).CreateBucketIfNotExists([]byte(collection))
 	if err != nil {
-		return nil, err
+		return docBucket{}, err
 	}
 	if t.buckets == nil {
-		t.buckets = map[string]*bolt.Bucket{}
+		t.buckets = map[string]docBucket{}
 	}
-	t.buckets[collection] = b
 	// Fuller pages mean fewer pages written (and fsynced) per batch; keys
 	// from auto-increment ids arrive mostly in order.
 	b.FillPercent = docFillPercent
-	return b, nil
+	db := docBucket{b: b, scope: docScope(collection)}
+	t.buckets[collection] = db
+	return db, nil
 }
 
 // docFillPercent is the bbolt split threshold for document buckets.
@@ -231,18 +279,14 @@ func (t *Tx) PutEntry(collection, pk string, e *docstore.Entry) error {
 	}
 	// bbolt keeps references to keys and values until commit: each gets
 	// its own bytes of the transaction's arena.
-	v, err := EncodeEntry(t.reserve(entrySize(e)), e)
+	k := t.take(appendDocKey(t.reserve(binary.MaxVarintLen64+len(pk)), pk))
+	v, err := EncodeEntry(append(t.reserve(sumLen+entrySize(e)), 0, 0, 0, 0), e)
 	if err != nil {
 		return fmt.Errorf("storage: collection %q key %q: %w", collection, pk, err)
 	}
 	v = t.take(v)
-	var k []byte
-	if t.rawKeys {
-		k = t.take(append(t.reserve(len(pk)), pk...))
-	} else {
-		k = t.take(appendDocKey(t.reserve(binary.MaxVarintLen64+len(pk)), pk))
-	}
-	return b.Put(k, v)
+	sealInPlace(b.scope, k, v)
+	return b.b.Put(k, v)
 }
 
 // DeleteEntry forgets one primary key.
@@ -251,7 +295,7 @@ func (t *Tx) DeleteEntry(collection, pk string) error {
 	if err != nil {
 		return err
 	}
-	return b.Delete(t.key(pk))
+	return b.b.Delete(docKey(pk))
 }
 
 // docKey is the bbolt key of a primary key: its length as a uvarint, then
@@ -260,13 +304,6 @@ func (t *Tx) DeleteEntry(collection, pk string) error {
 // pages instead of being interleaved with older keys by decimal-string
 // order ("1230" < "123000" < "1231"); fewer dirty pages make each fsynced
 // commit cheaper.
-func (t *Tx) key(pk string) []byte {
-	if t.rawKeys {
-		return []byte(pk)
-	}
-	return docKey(pk)
-}
-
 func docKey(pk string) []byte {
 	return appendDocKey(make([]byte, 0, binary.MaxVarintLen64+len(pk)), pk)
 }
@@ -568,83 +605,4 @@ func DecodeEntry(b []byte) (*docstore.Entry, error) {
 		return &docstore.Entry{Version: doc.GetCommitTs(), Fields: doc.GetFields(), Partition: doc.GetSourcePartition()}, nil
 	}
 	return nil, fmt.Errorf("storage: unknown document record type %q at offset 0", b[0])
-}
-
-// Snapshot is everything Load read.
-type Snapshot struct {
-	Collections []*apiv1.CollectionStatus
-	Partitions  []*apiv1.PartitionState
-	// Idempotency maps the storage key to (digest, response bytes).
-	Idempotency map[string]IdemRecord
-}
-
-// IdemRecord is a stored idempotency entry.
-type IdemRecord struct {
-	Digest   [32]byte
-	Response []byte
-}
-
-// Load reads the catalog, partitions and idempotency records, and calls
-// docFn for every stored document entry of every collection.
-func (d *DB) Load(docFn func(collection, pk string, e *docstore.Entry) error) (*Snapshot, error) {
-	snap := &Snapshot{Idempotency: map[string]IdemRecord{}}
-	err := d.db.View(func(tx *bolt.Tx) error {
-		err := tx.Bucket(bucketCollections).ForEach(func(k, v []byte) error {
-			rec := &apiv1.CollectionStatus{}
-			if err := proto.Unmarshal(v, rec); err != nil {
-				return fmt.Errorf("storage: collection record %q: %w", k, err)
-			}
-			snap.Collections = append(snap.Collections, rec)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = tx.Bucket(bucketPartitions).ForEach(func(k, v []byte) error {
-			ps := &apiv1.PartitionState{}
-			if err := proto.Unmarshal(v, ps); err != nil {
-				return fmt.Errorf("storage: partition record %q: %w", k, err)
-			}
-			snap.Partitions = append(snap.Partitions, ps)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = tx.Bucket(bucketIdempotency).ForEach(func(k, v []byte) error {
-			if len(v) < 32 {
-				return fmt.Errorf("storage: idempotency record %q is %d bytes, want >= 32", k, len(v))
-			}
-			var r IdemRecord
-			copy(r.Digest[:], v[:32])
-			r.Response = append([]byte(nil), v[32:]...)
-			snap.Idempotency[string(k)] = r
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		docs := tx.Bucket(bucketDocs)
-		return docs.ForEachBucket(func(name []byte) error {
-			coll := string(name)
-			return docs.Bucket(name).ForEach(func(k, v []byte) error {
-				pk, err := string(k), error(nil)
-				if !d.rawKeys {
-					pk, err = decodeDocKey(k)
-				}
-				if err != nil {
-					return fmt.Errorf("collection %q: %w", coll, err)
-				}
-				e, err := DecodeEntry(v)
-				if err != nil {
-					return fmt.Errorf("collection %q key %q: %w", coll, pk, err)
-				}
-				return docFn(coll, pk, e)
-			})
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
 }
