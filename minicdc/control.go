@@ -21,6 +21,14 @@ type control struct {
 	groupEnd []int    // index after the last event of each FinishedTs group
 	failures int      // consecutive transient fetch failures
 
+	// Table-set changes (M50-M54). lastEmitted is the FinishedTs of the
+	// last DDL handed to OnDDL (the start ts before any); inDDL is set
+	// while OnDDL runs; changed records that a change was applied during
+	// the current poll.
+	lastEmitted uint64
+	inDDL       bool
+	changed     bool
+
 	// Checkpoint state, indexed like r.pathOrder.
 	cur      []uint64
 	last     []uint64
@@ -33,6 +41,7 @@ func (c *control) init(r *Runtime) {
 	c.r = r
 	c.cursor = schemafence.NewCursor(r.startTs)
 	c.ddlKnown = r.startTs
+	c.lastEmitted = r.startTs
 	c.cur = make([]uint64, len(r.pathOrder))
 	c.last = make([]uint64, len(r.pathOrder))
 }
@@ -68,6 +77,7 @@ func (r *Runtime) controlLoop() {
 // a full batch was emitted (poll again at once); wait > 0 is how long until
 // a coalesced checkpoint is due.
 func (c *control) step() (more bool, wait time.Duration, err error) {
+	c.applyQueued()
 	more, err = c.pollDDL()
 	if err != nil {
 		return false, 0, err
@@ -121,23 +131,52 @@ func (c *control) pollDDL() (more bool, err error) {
 		c.finished = append(c.finished, events[i].FinishedTs)
 		c.groupEnd = append(c.groupEnd, i+1)
 	}
-	plan, err := c.cursor.Apply(c.finished, next, fence, true)
+	// Plan first, commit the cursor after emitting: a table-set change in
+	// OnDDL ends the emission at its FinishedTs group (M54).
+	plan, err := schemafence.PlanCursor(c.cursor.Ts(), c.finished, next, fence, true)
+	if err != nil {
+		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor, Err: fmt.Errorf("fetch from %d: %w", cursor, err)}
+	}
+	c.changed = false
+	groups := 0
+	for g := 0; g < plan.Emit; g++ {
+		from := 0
+		if g > 0 {
+			from = c.groupEnd[g-1]
+		}
+		for i := from; i < c.groupEnd[g]; i++ {
+			if r.owner.stopped() {
+				return false, nil
+			}
+			ev := &events[i]
+			c.lastEmitted = ev.FinishedTs
+			c.inDDL = true
+			err := r.cb.OnDDL(r.runCtx, r.known.ddlFor(ev)) // M12, M31
+			c.inDDL = false
+			if err != nil {
+				return false, callbackErr(ev.TableID, ev.FinishedTs, "OnDDL", err)
+			}
+			r.stats.ddls.Add(1)
+		}
+		groups = g + 1
+		if c.changed {
+			break // M54: the fence must first include the new set
+		}
+	}
+	truncated := groups < len(c.finished) && c.changed
+	if truncated {
+		// Commit the cursor to the last emitted group as if the fetch had
+		// ended there.
+		_, err = c.cursor.Apply(c.finished[:groups], c.finished[groups-1], fence, true)
+	} else {
+		_, err = c.cursor.Apply(c.finished, next, fence, true)
+	}
 	if err != nil {
 		return false, &FatalError{Trigger: TriggerDDLOrder, Ts: cursor, Err: fmt.Errorf("fetch from %d: %w", cursor, err)}
 	}
 	emit := 0
-	if plan.Emit > 0 {
-		emit = c.groupEnd[plan.Emit-1]
-	}
-	for i := 0; i < emit; i++ {
-		if r.owner.stopped() {
-			return false, nil
-		}
-		ev := &events[i]
-		if err := r.cb.OnDDL(r.runCtx, r.known.ddlFor(ev)); err != nil { // M12, M31
-			return false, callbackErr(ev.TableID, ev.FinishedTs, "OnDDL", err)
-		}
-		r.stats.ddls.Add(1)
+	if groups > 0 {
+		emit = c.groupEnd[groups-1]
 	}
 	// M33: how far every DDL is known delivered. The first event held back
 	// bounds it from above; a partial batch means the store has nothing
@@ -153,7 +192,7 @@ func (c *control) pollDDL() (more bool, err error) {
 		c.ddlKnown = known
 	}
 	// A batch that ended at its last event may have been cut: fetch again.
-	more = whole && len(events) > 0 && next == events[len(events)-1].FinishedTs
+	more = truncated || whole && len(events) > 0 && next == events[len(events)-1].FinishedTs
 	return more, nil
 }
 
@@ -189,8 +228,8 @@ func (c *control) checkpoint(now time.Time) (time.Duration, error) {
 		}
 	}
 	r.mu.Unlock()
-	if !ok {
-		return 0, nil
+	if !ok || len(c.cur) == 0 {
+		return 0, nil // M53: no table, nothing to report
 	}
 	glob := c.cur[0]
 	changed := !c.emitted

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/searchfabric/sfemu/schemafence"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 )
@@ -22,8 +23,14 @@ import (
 //	start tables=(1,2) start-ts=10 [limit=N] [store-resolved=N] [initial=none] [allow-noold]
 //	      [fail-row=<key>] [fail-row-overflow] [fail-ddl=<ts>] [fail-checkpoint]
 //	schema table=1 ts=12            add a table version (name t1@12)
-//	ddl ts=12 table=1 [job=N] [query=...] [schema=false]
-//	                                add a DDL event (and a table version at ts unless schema=false)
+//	ddl ts=12 table=1 [job=N] [query=...] [schema=false] [add=(2,3)] [remove=(1)]
+//	                                add a DDL event (and a table version at ts unless schema=false);
+//	                                add/remove: OnDDL applies that table-set change at the DDL's
+//	                                FinishedTs (ChangeTablesInDDL) and logs "change ...: <result>"
+//	change [add=(5)] [remove=(1)] [ts=N]
+//	                                queue a ChangeTables request (ts 0 = TSO); the next poll applies
+//	                                it and prints "change ...: <result>"
+//	tables                          the followed tables and the fence
 //	drop table=1 ts=12              the table is dropped from ts on (lookups fail)
 //	store-resolved ts=20            the store's resolved ts for every table
 //	kv table=1                      input lines: put <key> <commit> [value] [old=<v>] | del <key> <commit> [old=<v>]
@@ -41,6 +48,7 @@ func TestScripts(t *testing.T) {
 		var rt *Runtime
 		var reported bool
 		var startErr error
+		var queued []changeReq // ChangeTables requests, answered by a poll
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			var out []string
 			switch d.Cmd {
@@ -79,6 +87,19 @@ func TestScripts(t *testing.T) {
 				if d.HasArg("fail-row-overflow") {
 					h.cb.failRowErr = fmt.Errorf("partition table:1: %w after 2s", ErrReorderOverflow)
 				}
+				plans := map[int64]TableChange{}
+				h.cb.afterDDL = func(ev DDL) error {
+					ch, ok := plans[ev.JobID]
+					if !ok {
+						return nil
+					}
+					ch.StartTs = ev.FinishedTs
+					err := rt.ChangeTablesInDDL(ch)
+					h.cb.note("change %s at %d: %s", showChange(ch), ch.StartTs, errOrOK(err))
+					return nil
+				}
+				ddlPlans = plans
+				queued = nil
 				rt, startErr = h.start(t, cfg)
 				reported = false
 				if startErr != nil {
@@ -106,6 +127,9 @@ func TestScripts(t *testing.T) {
 				}
 				if withSchema && ev.TableID != 0 {
 					ev.TableInfo = h.store.addVersion(ev.TableID, ev.FinishedTs)
+				}
+				if d.HasArg("add") || d.HasArg("remove") {
+					ddlPlans[ev.JobID] = TableChange{Add: idList(t, d, "add"), Remove: idList(t, d, "remove")}
 				}
 				h.store.addDDL(ev)
 				return "ok"
@@ -141,9 +165,29 @@ func TestScripts(t *testing.T) {
 				d.ScanArgs(t, "table", &id)
 				d.ScanArgs(t, "ts", &ts)
 				h.src.consumer(id).AdvanceResolvedTs(ts)
+			case "change":
+				req := changeReq{ch: TableChange{Add: idList(t, d, "add"), Remove: idList(t, d, "remove")}, done: make(chan error, 1)}
+				d.MaybeScanArgs(t, "ts", &req.ch.StartTs)
+				rt.changes <- req
+				queued = append(queued, req)
+				return "queued"
+			case "tables":
+				rt.mu.Lock()
+				f := showFenceOf(rt)
+				rt.mu.Unlock()
+				return fmt.Sprintf("following %v %s floor=%d", rt.tables(), f, rt.ctl.floor())
 			case "poll":
 				h.j.take()
 				more, wait, err := rt.ctl.step()
+				for _, req := range queued {
+					select {
+					case cerr := <-req.done:
+						out = append(out, fmt.Sprintf("change %s: %s", showChange(req.ch), errOrOK(cerr)))
+					default:
+						out = append(out, fmt.Sprintf("change %s: not applied", showChange(req.ch)))
+					}
+				}
+				queued = nil
 				if err != nil {
 					rt.owner.fail(err)
 				}
@@ -218,6 +262,56 @@ func TestScripts(t *testing.T) {
 			_ = rt.Close()
 		}
 	})
+}
+
+// ddlPlans are the table-set changes the running script's OnDDL applies,
+// by job id.
+var ddlPlans map[int64]TableChange
+
+func idList(t *testing.T, d *datadriven.TestData, key string) []int64 {
+	arg, ok := d.Arg(key)
+	if !ok {
+		return nil
+	}
+	var out []int64
+	for _, v := range arg.Vals {
+		id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			d.Fatalf(t, "bad table id %q in %s", v, key)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func showChange(ch TableChange) string {
+	var parts []string
+	if len(ch.Add) > 0 {
+		parts = append(parts, fmt.Sprintf("add=%v", ch.Add))
+	}
+	if len(ch.Remove) > 0 {
+		parts = append(parts, fmt.Sprintf("remove=%v", ch.Remove))
+	}
+	return strings.Join(parts, " ")
+}
+
+func errOrOK(err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "ok"
+}
+
+// showFenceOf prints the runtime's fence. Caller holds rt.mu.
+func showFenceOf(rt *Runtime) string {
+	v, ok := rt.fence.Value()
+	switch {
+	case !ok:
+		return fmt.Sprintf("fence=undefined missing=%v", rt.fence.Missing())
+	case v == schemafence.Unbounded:
+		return "fence=unbounded"
+	}
+	return fmt.Sprintf("fence=%d", v)
 }
 
 type tempErr struct{}

@@ -1,8 +1,10 @@
 package minicdc
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/mounter"
@@ -17,6 +19,15 @@ type tablePath struct {
 	id  int64
 	dec RowDecoder
 	out DecodedRow
+
+	// startTs is where the path's subscription starts (exclusive): the
+	// runtime's start ts, or the ts a table joined at (M50).
+	startTs uint64
+	span    kvevent.Span
+	cancel  context.CancelFunc
+	// gone is set (under Runtime.mu) when the path was removed (M52):
+	// later deliveries are dropped.
+	gone atomic.Bool
 
 	// resolved is the path's resolved ts: every row <= it has been handed
 	// to OnRowChanged and the call returned (M26). It starts at the start
@@ -35,8 +46,8 @@ type tablePath struct {
 
 var _ kvevent.Consumer = (*tablePath)(nil)
 
-func newTablePath(r *Runtime, id int64, dec RowDecoder) *tablePath {
-	return &tablePath{rt: r, id: id, dec: dec, resolved: r.startTs, schemaReady: r.startTs}
+func newTablePath(r *Runtime, id int64, dec RowDecoder, startTs uint64) *tablePath {
+	return &tablePath{rt: r, id: id, dec: dec, startTs: startTs, resolved: startTs, schemaReady: startTs}
 }
 
 // ConsumeKV decodes and delivers a batch synchronously (M19). It has no
@@ -45,7 +56,7 @@ func newTablePath(r *Runtime, id int64, dec RowDecoder) *tablePath {
 func (p *tablePath) ConsumeKV(entries []kvevent.RawKVEntry) {
 	r := p.rt
 	for i := range entries {
-		if r.owner.stopped() {
+		if r.owner.stopped() || p.gone.Load() {
 			return
 		}
 		if err := p.consumeOne(&entries[i]); err != nil {
@@ -57,7 +68,7 @@ func (p *tablePath) ConsumeKV(entries []kvevent.RawKVEntry) {
 
 func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
 	r := p.rt
-	if e.CRTs <= r.startTs { // M20: the start boundary is exclusive
+	if e.CRTs <= p.startTs { // M20: the start boundary is exclusive
 		r.stats.droppedStart.Add(1)
 		return nil
 	}
@@ -139,9 +150,9 @@ func (p *tablePath) AdvanceResolvedTs(ts uint64) {
 	if r.owner.stopped() {
 		return
 	}
-	if ts < r.startTs {
+	if ts < p.startTs {
 		r.owner.fail(&FatalError{Trigger: TriggerOrderingAnomaly, TableID: p.id, Ts: ts,
-			Err: fmt.Errorf("resolved ts %d is below the start ts %d", ts, r.startTs)})
+			Err: fmt.Errorf("resolved ts %d is below the start ts %d", ts, p.startTs)})
 		return
 	}
 	if p.reported {
@@ -155,6 +166,10 @@ func (p *tablePath) AdvanceResolvedTs(ts uint64) {
 		}
 	}
 	r.mu.Lock()
+	if p.gone.Load() { // M52: removed; the fence no longer knows it
+		r.mu.Unlock()
+		return
+	}
 	err := r.fence.Advance(p.id, ts)
 	r.mu.Unlock()
 	if err != nil {

@@ -402,6 +402,16 @@ type recorder struct {
 	cps        []Checkpoint
 	onRow      func(ev RowChanged)
 	onDDL      func(ev DDL)
+	// afterDDL runs after OnDDL logged the event (scripts apply table-set
+	// changes there); an error it returns is OnDDL's.
+	afterDDL func(ev DDL) error
+}
+
+// note appends a line to the callback log.
+func (c *recorder) note(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, fmt.Sprintf(format, args...))
 }
 
 func (c *recorder) OnRowChanged(ctx context.Context, ev RowChanged) error {
@@ -431,6 +441,11 @@ func (c *recorder) OnDDL(ctx context.Context, ev DDL) error {
 	c.ddlEvents = append(c.ddlEvents, ev)
 	if c.failDDLTs != 0 && ev.FinishedTs == c.failDDLTs {
 		return errors.New("sink rejected the schema change")
+	}
+	if after := c.afterDDL; after != nil {
+		c.mu.Unlock()
+		defer c.mu.Lock()
+		return after(ev)
 	}
 	return nil
 }

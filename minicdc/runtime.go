@@ -31,9 +31,14 @@ type Runtime struct {
 	runCtx context.Context
 	owner  *errOwner
 
-	// paths is built during startup and read-only afterwards.
+	// paths is built during startup, then changed by the control
+	// goroutine only (M50-M52).
 	paths     map[int64]*tablePath
 	pathOrder []*tablePath
+	nextSubID uint64
+	// changes queues table-set changes asked for from other goroutines
+	// (ChangeTables); the control goroutine applies them.
+	changes chan changeReq
 
 	// mu guards fence: resolved-ts reports come from every path's delivery
 	// goroutine, the control loop reads it.
@@ -45,6 +50,7 @@ type Runtime struct {
 	ctl control
 	// known are the definitions of the followed tables (DDL.PreTable):
 	// written at startup, then by the control goroutine only.
+	// known is keyed by logical id.
 	known knownTables
 
 	loops         sync.WaitGroup
@@ -115,6 +121,7 @@ func Start(ctx context.Context, cfg StartConfig, deps Deps, cb Callback, opts Op
 		owner:      newErrOwner(cancel),
 		paths:      make(map[int64]*tablePath, len(cfg.TableIDs)),
 		progress:   make(chan struct{}, 1),
+		changes:    make(chan changeReq, 16),
 		sourceDone: make(chan struct{}),
 		holdsSlot:  true,
 	}
@@ -178,42 +185,13 @@ func (r *Runtime) startup(parent context.Context) error {
 		return r.startupErr(parent, &FatalError{Trigger: TriggerDependency, Err: fmt.Errorf("RegisterKeyspace(%d): %w", r.cfg.KeyspaceID, err)})
 	}
 
-	for i, id := range r.cfg.TableIDs {
-		if err := r.waitStoreReady(id, r.startTs, r.opts.StartupReadinessTimeout, TriggerStartupReadiness); err != nil {
+	for _, id := range r.cfg.TableIDs {
+		p, err := r.preparePath(id, r.startTs, TriggerStartupReadiness)
+		if err != nil {
 			return r.startupErr(parent, err)
 		}
-		if err := r.deps.SchemaStore.RegisterTable(id, r.startTs); err != nil {
-			return r.startupErr(parent, &FatalError{Trigger: TriggerRegisterTable, TableID: id, Ts: r.startTs, Err: err})
-		}
-		ti, err := r.deps.SchemaStore.GetTableInfo(id, r.startTs)
-		if err == nil && ti == nil {
-			err = errors.New("store returned no TableInfo and no error")
-		}
-		if err != nil {
-			return r.startupErr(parent, &FatalError{Trigger: TriggerStartupProbe, TableID: id, Ts: r.startTs, Err: err})
-		}
-		if r.known == nil {
-			r.known = knownTables{}
-		}
-		if r.known[ti.ID] == nil {
-			r.known[ti.ID] = NewTableInfo(ti)
-		}
-		dec, err := r.deps.NewDecoder(id)
-		if err != nil || dec == nil {
-			if err == nil {
-				err = errors.New("NewDecoder returned nil")
-			}
-			return r.startupErr(parent, &FatalError{Trigger: TriggerDependency, TableID: id, Err: err})
-		}
-		span, err := r.deps.TableSpan(r.cfg.KeyspaceID, r.cfg.NextGen, id)
-		if err != nil {
-			return r.startupErr(parent, &FatalError{Trigger: TriggerSubscribe, TableID: id, Ts: r.startTs, Err: fmt.Errorf("building span: %w", err)})
-		}
-		p := newTablePath(r, id, dec)
-		r.paths[id] = p
-		r.pathOrder = append(r.pathOrder, p)
-		if err := r.deps.Source.Subscribe(r.runCtx, uint64(i+1), span, r.startTs, p); err != nil {
-			return r.startupErr(parent, &FatalError{Trigger: TriggerSubscribe, TableID: id, Ts: r.startTs, Err: err})
+		if err := r.subscribePath(p); err != nil {
+			return r.startupErr(parent, err)
 		}
 	}
 

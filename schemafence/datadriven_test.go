@@ -17,6 +17,8 @@ import (
 //
 //	fence tables=(1,2,3)                 NewFence
 //	advance table=1 ts=10                Fence.Advance; prints the fence
+//	add-table table=4 ts=15 floor=12     Fence.Add; prints the fence
+//	remove-table table=4                 Fence.Remove; prints the fence
 //	cursor ts=100                        NewCursor
 //	plan finished=(110,120) next=130 fence=115|fence=none
 //	                                     Cursor.Apply; prints the plan
@@ -57,6 +59,17 @@ func TestScripts(t *testing.T) {
 				d.ScanArgs(t, "ts", &ts)
 				err := fence.Advance(id, ts)
 				return withErr(err, showFence(fence))
+			case "add-table":
+				var id int64
+				var ts, floor uint64
+				d.ScanArgs(t, "table", &id)
+				d.ScanArgs(t, "ts", &ts)
+				d.ScanArgs(t, "floor", &floor)
+				return withErr(fence.Add(id, ts, floor), showFence(fence)+fmt.Sprintf(" tables=%v", fence.Tables()))
+			case "remove-table":
+				var id int64
+				d.ScanArgs(t, "table", &id)
+				return withErr(fence.Remove(id), showFence(fence)+fmt.Sprintf(" tables=%v", fence.Tables()))
 			case "cursor":
 				var ts uint64
 				d.ScanArgs(t, "ts", &ts)
@@ -140,6 +153,9 @@ func showFence(f *Fence) string {
 	if !ok {
 		return fmt.Sprintf("fence=undefined missing=%v", f.Missing())
 	}
+	if v == Unbounded {
+		return "fence=unbounded"
+	}
 	return fmt.Sprintf("fence=%d", v)
 }
 
@@ -174,6 +190,8 @@ func errText(err error) string {
 		kind = "UnknownTableError"
 	case errors.As(err, &oe):
 		kind = "OrderingError"
+	case errors.As(err, new(*AddBelowFloorError)):
+		kind = "AddBelowFloorError"
 	case errors.As(err, &sv):
 		kind = "SameTsViolation"
 	}

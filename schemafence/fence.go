@@ -24,17 +24,17 @@ func (e *RegressionError) Error() string {
 	return fmt.Sprintf("schemafence: %s of %s regressed: old=%d new=%d", e.What, e.Name, e.Old, e.New)
 }
 
-// UnknownTableError reports a table id that is not part of a fixed set.
+// UnknownTableError reports a table id that is not part of the set.
 type UnknownTableError struct {
 	TableID int64
 	Known   []int64
 }
 
 func (e *UnknownTableError) Error() string {
-	return fmt.Sprintf("schemafence: table %d is not in the fixed table set %v", e.TableID, e.Known)
+	return fmt.Sprintf("schemafence: table %d is not in the fence table set %v", e.TableID, e.Known)
 }
 
-// Fence is the DDL fence over a fixed table set: the minimum resolved ts
+// Fence is the DDL fence over the followed table set: the minimum resolved ts
 // over every configured table. It is undefined until every table has
 // reported its first resolved ts, so a DDL can never overtake a table whose
 // progress is still unknown (specs/minicdc.md, DDL fence).
@@ -42,6 +42,7 @@ func (e *UnknownTableError) Error() string {
 // Fence is not safe for concurrent use; its owner serializes calls.
 type Fence struct {
 	ids      []int64 // sorted, for error messages
+	slot     []int64 // slot[i] is the id whose state is at ts[i]
 	index    map[int64]int
 	ts       []uint64
 	reported []bool
@@ -52,13 +53,14 @@ type Fence struct {
 }
 
 // NewFence builds a fence over tableIDs. The set must be non-empty and
-// duplicate-free; it never changes afterwards.
+// duplicate-free at the start; Add and Remove change it later (M50-M53).
 func NewFence(tableIDs []int64) (*Fence, error) {
 	if len(tableIDs) == 0 {
 		return nil, fmt.Errorf("schemafence: fence needs at least one table id")
 	}
 	f := &Fence{
 		ids:      append([]int64(nil), tableIDs...),
+		slot:     append([]int64(nil), tableIDs...),
 		index:    make(map[int64]int, len(tableIDs)),
 		ts:       make([]uint64, len(tableIDs)),
 		reported: make([]bool, len(tableIDs)),
@@ -107,8 +109,8 @@ func (f *Fence) Advance(tableID int64, resolvedTs uint64) error {
 }
 
 func (f *Fence) recompute() {
-	m := f.ts[0]
-	for _, v := range f.ts[1:] {
+	m := Unbounded // an empty set holds nothing back (M53)
+	for _, v := range f.ts {
 		if v < m {
 			m = v
 		}

@@ -31,9 +31,17 @@ func (f *Fence) verify() error {
 	if missing > 0 {
 		return nil
 	}
-	m := f.ts[0]
-	for _, v := range f.ts[1:] {
+	m := Unbounded
+	for _, v := range f.ts {
 		m = min(m, v)
+	}
+	if len(f.ids) != len(f.ts) || len(f.index) != len(f.ts) || len(f.reported) != len(f.ts) || len(f.slot) != len(f.ts) {
+		return fmt.Errorf("schemafence invariant: fence holds %d ids, %d index entries, %d slots, %d ts, %d flags", len(f.ids), len(f.index), len(f.slot), len(f.ts), len(f.reported))
+	}
+	for i, id := range f.slot {
+		if f.index[id] != i {
+			return fmt.Errorf("schemafence invariant: table %d is at slot %d, its index says %d", id, i, f.index[id])
+		}
 	}
 	if m != f.min {
 		return fmt.Errorf("schemafence invariant: cached fence %d, min over tables %d", f.min, m)
