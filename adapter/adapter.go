@@ -42,6 +42,10 @@ func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config
 	if len(cfg.Tables) == 0 {
 		return nil, errors.New("adapter: no tables to mirror")
 	}
+	// A fresh data dir reads the tables at a snapshot ts first (SN1).
+	if a, ok, err := startWithSnapshot(ctx, up, emu, cfg); ok {
+		return a, err
+	}
 	tables, err := resolveTables(ctx, up, cfg.Tables, cfg.StartTs)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,9 @@ type Config struct {
 	// Memory is the memory and spill quota (RS1-RS5); a nil Quota gets
 	// DefaultMemoryQuota. Spill files go to DataDir/spill.
 	Memory Memory
+	// Snapshot configures the initial snapshot (SN1-SN12); the zero value
+	// never snapshots.
+	Snapshot SnapshotConfig
 }
 
 // withDefaults fills the defaults documented on the fields.

@@ -1,6 +1,8 @@
 package datadir
 
 import (
+	"github.com/searchfabric/sfemu/snapshot"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +27,7 @@ const (
 )
 
 // StateDirs are the entries that hold a run's state.
-var StateDirs = []string{Emulator, SchemaStore, Upstream, Marker}
+var StateDirs = []string{Emulator, SchemaStore, Upstream, Marker, snapshot.FileName}
 
 // RemoveState removes the dir's state entries (a fresh start) and returns
 // the ones it removed.

@@ -39,6 +39,8 @@ type runConfig struct {
 	Pprof          string        `json:"pprof"`
 	MemoryQuota    string        `json:"memory_quota"`
 	SpillQuota     string        `json:"spill_quota"`
+	Snapshot       string        `json:"snapshot"`
+	SnapshotConc   int           `json:"snapshot_concurrency"`
 }
 
 func defaultRunConfig() runConfig {
@@ -54,6 +56,8 @@ func defaultRunConfig() runConfig {
 		PDTimeout:      adapter.DefaultConnectTimeout,
 		Pprof:          "auto",
 		MemoryQuota:    "512MiB",
+		Snapshot:       "auto",
+		SnapshotConc:   4,
 	}
 }
 
@@ -111,8 +115,23 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("in-process", func() { merged.InProcess = cfg.InProcess })
 	set("pd-timeout", func() { merged.PDTimeout = cfg.PDTimeout })
 	set("pprof", func() { merged.Pprof = cfg.Pprof })
+	set("snapshot", func() { merged.Snapshot = cfg.Snapshot })
+	set("snapshot-concurrency", func() { merged.SnapshotConc = cfg.SnapshotConc })
 	*cfg = merged
 	return nil
+}
+
+// snapshotConfig is the adapter's initial snapshot configuration
+// (specs/sfemu-run.md SN1, SN4): --snapshot and --snapshot-concurrency.
+func (c runConfig) snapshotConfig() (adapter.SnapshotConfig, error) {
+	mode, err := adapter.ParseSnapshotMode(c.Snapshot)
+	if err != nil {
+		return adapter.SnapshotConfig{}, err
+	}
+	if c.SnapshotConc < 1 {
+		return adapter.SnapshotConfig{}, fmt.Errorf("--snapshot-concurrency %d: want at least 1", c.SnapshotConc)
+	}
+	return adapter.SnapshotConfig{Mode: mode, Concurrency: c.SnapshotConc}, nil
 }
 
 // parseTables parses --tables: a plain list db.t1,db.t2 (any characters

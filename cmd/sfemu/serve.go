@@ -17,6 +17,7 @@ import (
 	"github.com/searchfabric/sfemu/emulator/grpcapi"
 	"github.com/searchfabric/sfemu/emulator/httpapi"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/snapshot"
 )
 
 // serve runs the adapter, the APIs and (embedded) the demo workload until
@@ -51,13 +52,14 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	view.mem = mem
 	view.mu.Unlock()
 	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem}
-	sup, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
-	if err != nil {
-		return fmt.Errorf("starting the adapter: %w", err)
+	if adapterCfg.Snapshot, err = cfg.snapshotConfig(); err != nil {
+		return err
 	}
-	defer func() { _ = sup.Close() }()
-	ad := sup.Adapter()
-	view.running(sup, false)
+	// The snapshot reports to the terminal and /v1/progress/snapshot, and
+	// stops on Ctrl-C (its state resumes it), unlike the stream, which
+	// shutdown closes in order.
+	snapshotProgress := &snapshot.Progress{}
+	adapterCfg.Snapshot.Log, adapterCfg.Snapshot.Progress, adapterCfg.Snapshot.Stop = out, snapshotProgress, ctx.Done()
 
 	// The status page's board samples for its plots while the binary runs.
 	board := httpapi.NewBoard(httpapi.BoardConfig{Backend: emu, Provider: view, Gatherer: emu.Registry()})
@@ -74,6 +76,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	if s.demo {
 		mux.Handle("/upstream/sql", prettyJSON(sqlHandler(up, cfg.Token)))
 	}
+	mux.Handle("/v1/progress/snapshot", prettyJSON(snapshotProgressHandler(snapshotProgress, cfg.Token)))
 	mux.Handle("/admin/restart-adapter", prettyJSON(restartHandler(restarts, cfg.Token)))
 	var pause sync.Mutex // held by a workload step, and by a consistency check
 	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, s.tables, &pause, cfg.Token, !s.demo)))
@@ -102,6 +105,21 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		defer gs.Stop()
 		grpcAddr = ln.Addr().String()
 	}
+	// The APIs serve while the adapter starts: an initial snapshot's rows
+	// are searchable as they land, and its progress is on
+	// /v1/progress/snapshot.
+	sup, err := adapter.StartSupervisor(actx, up, emu, adapterCfg, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(out, "sfemu: stopped while the adapter started (an interrupted snapshot resumes on the next run)")
+			return nil
+		}
+		return fmt.Errorf("starting the adapter: %w", err)
+	}
+	defer func() { _ = sup.Close() }()
+	ad := sup.Adapter()
+	view.running(sup, false)
+
 	load := "none"
 	var w *workload.Runner
 	if s.demo {
