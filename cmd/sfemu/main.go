@@ -37,7 +37,7 @@ over its own PD and TiKV gRPC servers on loopback. "sfemu run --pd <addrs>
 		SilenceErrors: true,
 	}
 	run := newRunCmd()
-	root.AddCommand(run, newSQLCmd(), newStatusCmd())
+	root.AddCommand(run, newSQLCmd(), newStatusCmd(), newVerifyCmd())
 	// `sfemu` alone behaves like `sfemu run` (with run's flags).
 	root.Flags().AddFlagSet(run.Flags())
 	root.RunE = run.RunE

@@ -76,6 +76,7 @@ type Log struct {
 	flushing bool
 	err      error // sticky write error
 	closed   bool
+	readOnly bool // Verify: replay reports a torn tail instead of dropping it
 }
 
 // Open locks dir (creating it), replays every record of its log in order
@@ -138,6 +139,10 @@ func (l *Log) replay(apply func(int64, Record) error, st *Stats) (int64, error) 
 		if string(head) != Magic[:size] && !allZero(head) {
 			return 0, &CorruptError{File: l.path, Off: 0, What: "not a kvlog file (bad magic)"}
 		}
+		if l.readOnly {
+			st.TornBytes = size
+			return 0, nil
+		}
 		if err := l.f.Truncate(0); err != nil {
 			return 0, fmt.Errorf("kvlog: %w", err)
 		}
@@ -166,6 +171,9 @@ func (l *Log) replay(apply func(int64, Record) error, st *Stats) (int64, error) 
 	torn := func(what string) (int64, error) {
 		// Only the tail may be torn: everything from off to the end.
 		st.TornBytes = size - off
+		if l.readOnly {
+			return off, nil
+		}
 		if err := l.f.Truncate(off); err != nil {
 			return 0, fmt.Errorf("kvlog: %s: drop torn tail (%s) at offset %d: %w", l.path, what, off, err)
 		}
