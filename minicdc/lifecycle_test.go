@@ -534,10 +534,15 @@ func TestM37_CheckpointMapIsACopy(t *testing.T) {
 	_ = rt.Close()
 }
 
-// TestM39_CheckpointRegressionIsFatal forces the coalescer's memory above
-// what the tables report (as a bug upstream of it would) and expects a
-// fatal error instead of a clamp.
-func TestM39_CheckpointRegressionIsFatal(t *testing.T) {
+// TestM39_SourceRegressionStopsBeforeACheckpoint drives M39 through a real
+// path: the source reports a span's resolved ts, a checkpoint carries it,
+// then the source reports a lower one. The regression is refused where it
+// enters (ordering-anomaly, naming the table and both values), the runtime
+// stops, and no checkpoint below the emitted one is ever produced. (The
+// checkpoint is a minimum of values each refused on regression where it
+// enters, so the coalescer itself has no reachable regression branch; it
+// asserts M39 under the invariants tag only.)
+func TestM39_SourceRegressionStopsBeforeACheckpoint(t *testing.T) {
 	h := newHarness()
 	h.prepare(100, 1, 2)
 	rt, err := h.start(t, StartConfig{TableIDs: []int64{1, 2}, StartTs: 10, DDLPollLimit: 1})
@@ -547,18 +552,35 @@ func TestM39_CheckpointRegressionIsFatal(t *testing.T) {
 	if _, _, err := rt.ctl.step(); err != nil {
 		t.Fatal(err)
 	}
-	rt.ctl.last[1] = 50 // table 2 "was" at 50
+	h.src.consumer(1).AdvanceResolvedTs(60)
+	h.src.consumer(2).AdvanceResolvedTs(50)
+	h.tm.advance(h.opts.withDefaults().CheckpointInterval)
+	if _, _, err := rt.ctl.step(); err != nil {
+		t.Fatal(err)
+	}
+	last := h.cb.cps[len(h.cb.cps)-1]
+	if last.TableResolvedTs[2] != 50 || last.GlobalResolvedTs != 50 {
+		t.Fatalf("checkpoint before the regression: %+v", last)
+	}
+	emitted := len(h.cb.cps)
+
 	h.src.consumer(2).AdvanceResolvedTs(40)
 	h.tm.advance(h.opts.withDefaults().CheckpointInterval)
-	_, _, err = rt.ctl.step()
-	f := requireTrigger(t, err, TriggerCheckpointRegression, 2)
+	_, _, _ = rt.ctl.step()
+	err = rt.Close()
+	f := requireTrigger(t, err, TriggerOrderingAnomaly, 2)
 	if f.Ts != 40 || !strings.Contains(err.Error(), "from 50 to 40") {
 		t.Fatalf("error should name old and new: %v", err)
 	}
-	if len(h.cb.cps) != 1 {
-		t.Fatal("a regressing checkpoint was emitted")
+	if len(h.cb.cps) != emitted {
+		t.Fatalf("a checkpoint was emitted after the regression: %+v", h.cb.cps[emitted:])
 	}
-	_ = rt.Close()
+	for i := 1; i < len(h.cb.cps); i++ {
+		prev, cur := h.cb.cps[i-1], h.cb.cps[i]
+		if cur.GlobalResolvedTs < prev.GlobalResolvedTs || cur.TableResolvedTs[2] < prev.TableResolvedTs[2] {
+			t.Fatalf("checkpoints regressed: %+v then %+v", prev, cur)
+		}
+	}
 }
 
 func TestM32_FetchContractViolations(t *testing.T) {
