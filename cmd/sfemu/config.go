@@ -32,6 +32,7 @@ type runConfig struct {
 	DDLEvery       int           `json:"ddl_every"`
 	StatusInterval time.Duration `json:"status_interval"`
 	Token          string        `json:"token"`
+	InsecureListen bool          `json:"insecure_listen"`
 	Fresh          bool          `json:"fresh"`
 	MySQL          string        `json:"mysql"`
 	InProcess      bool          `json:"in_process"`
@@ -110,6 +111,7 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("ddl-every", func() { merged.DDLEvery = cfg.DDLEvery })
 	set("status-interval", func() { merged.StatusInterval = cfg.StatusInterval })
 	set("token", func() { merged.Token = cfg.Token })
+	set("insecure-listen", func() { merged.InsecureListen = cfg.InsecureListen })
 	set("fresh", func() { merged.Fresh = cfg.Fresh })
 	set("mysql", func() { merged.MySQL = cfg.MySQL })
 	set("in-process", func() { merged.InProcess = cfg.InProcess })

@@ -83,7 +83,7 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
@@ -97,7 +97,8 @@ errors) go to <data-dir>/client.log.`,
 	f.IntVar(&cfg.Rate, "rate", cfg.Rate, "embedded mode: demo workload transactions per second (0 = no workload)")
 	f.IntVar(&cfg.DDLEvery, "ddl-every", cfg.DDLEvery, "embedded mode: one demo DDL every N transactions (0 = none)")
 	f.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "time between status lines")
-	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none)")
+	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none; required when --http or --grpc is not a loopback address)")
+	f.BoolVar(&cfg.InsecureListen, "insecure-listen", cfg.InsecureListen, "allow --http/--grpc on a non-loopback address without --token (anyone who can reach the port can call the admin endpoints)")
 	f.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go profiles on the HTTP listener under /debug/pprof/: auto (only when it is bound to loopback), on, off")
 	f.StringVar(&cfg.MemoryQuota, "memory-quota", cfg.MemoryQuota, "memory the adapter may hold for rows not yet applied (all partitions together), e.g. 512MiB; past it, transactions spill to <data-dir>/spill")
 	f.StringVar(&cfg.SpillQuota, "spill-quota", cfg.SpillQuota, "disk the adapter may use for spill files, e.g. 20GiB (empty = the free space of <data-dir>/spill minus 1 GiB); past memory and spill quota the adapter stops with an overflow error")
@@ -129,6 +130,9 @@ type session struct {
 func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = 5 * time.Second
+	}
+	if err := checkListen(cfg); err != nil {
+		return err
 	}
 	if _, _, err := cfg.quotas(); err != nil {
 		return err
