@@ -53,6 +53,9 @@ func (c adapterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range memoryDescs {
 		ch <- d
 	}
+	for _, d := range pullerDescs {
+		ch <- d
+	}
 }
 
 func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -78,6 +81,7 @@ func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mStreamFailures, float64(tr.StreamFailures))
 	counter(mRegionRequests, float64(tr.RegionRequests))
 	counter(mLockResolutions, float64(tr.LockResolutions))
+	collectRegions(gauge, v.up.RegionStats(), lag)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -101,6 +105,7 @@ func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	collectMemory(gauge, v.mem, cur)
+	collectSchemaStore(gauge, cur, lag)
 	gauge(mAdapterEpoch, float64(cur.Resume.Epoch))
 	gauge(mCheckpointTs, float64(st.LastCheckpointTs))
 	gauge(mCheckpointLag, lag(st.LastCheckpointTs))

@@ -83,10 +83,13 @@ func TestBinaryMetricsListed(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"sfemu_adapter_rows_total", "sfemu_adapter_epoch", "sfemu_puller_streams_opened_total", "sfemu_puller_region_requests_total", "sfemu_gc_safe_point_ts", "go_goroutines", "process_resident_memory_bytes"} {
+	for _, name := range []string{"sfemu_adapter_rows_total", "sfemu_adapter_epoch", "sfemu_puller_streams_opened_total", "sfemu_puller_region_requests_total", "sfemu_gc_safe_point_ts", "sfemu_schemastore_tables", "sfemu_schemastore_table_versions", "go_goroutines", "process_resident_memory_bytes"} {
 		if v := sampleValues(body, name); len(v) == 0 || v[0] <= 0 {
 			t.Errorf("metric %s = %v, want > 0", name, v)
 		}
+	}
+	if v := sampleValues(body, "sfemu_puller_region_resolved_lag_seconds"); len(v) == 0 || len(v) > maxRegionSeries {
+		t.Errorf("per-region lag series: %d, want 1..%d", len(v), maxRegionSeries)
 	}
 	if !strings.Contains(body, `sfemu_adapter_state{state="streaming"} 1`) {
 		t.Errorf("adapter not streaming in the scrape")

@@ -46,6 +46,7 @@ type GRPCSource struct {
 	resolvedCh  chan StuckTask
 	tsoCh       chan stuckSample
 	tsoInFlight bool
+	regions     regionBoard // copies for RegionStats (stats.go)
 }
 
 // grpcStream is the gRPC side of one driver Stream: a send queue drained
@@ -143,6 +144,7 @@ func (s *GRPCSource) Run(ctx context.Context) error {
 		if s.drv.Dirty() {
 			s.drv.SubscribeHoles(s.baseCtx)
 		}
+		s.regions.publish(s.drv, s.cfg.Now())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -195,6 +197,7 @@ func (s *GRPCSource) Close() error {
 }
 
 func (s *GRPCSource) shutdown() {
+	s.regions.clear()
 	s.baseCancel()
 	s.drv.CloseStreams()
 	// Unblock goroutines reporting into the channels while we wait.
