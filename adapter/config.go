@@ -53,6 +53,9 @@ type Config struct {
 	// Snapshot configures the initial snapshot (SN1-SN12); the zero value
 	// never snapshots.
 	Snapshot SnapshotConfig
+	// Phase, when set, is told of long phases (the initial snapshot) for
+	// the binary's status; nil: nobody is told (phase.go).
+	Phase PhaseHook
 }
 
 // withDefaults fills the defaults documented on the fields.

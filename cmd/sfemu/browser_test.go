@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,15 +35,19 @@ func browserPath(t *testing.T) string {
 	return ""
 }
 
-// H15, SR13: the status page in a real browser against a running demo: it
-// loads with no console error, shows both demo collections with documents,
-// its lag plot gets points, and a DDL sent through /upstream/sql shows up in
-// its DDL list. A screenshot is kept in the test's temp dir (and copied to
+// H15, SR13: the status page in a real browser against a running demo
+// started with --token: the page asks for the token (a wrong one is
+// refused, the right one opens it), then it loads with no console error
+// (but the expected 401s of /v1/status before the token), shows both demo
+// collections with documents, its lag plot gets points, and a DDL sent
+// through /upstream/sql shows up in its DDL list; a second tab opened at
+// /#token=<token> shows the status at once and drops the fragment. A screenshot is kept in the test's temp dir (and copied to
 // $SFEMU_STATUS_SCREENSHOT when set, which is how docs/status-page.png is
 // made) and checked not to be blank.
 func TestStatusPageInBrowser(t *testing.T) {
 	exe := browserPath(t)
-	p, _ := startRun(t, t.TempDir())
+	const token = "browser-s3cret"
+	p, _ := startRun(t, t.TempDir(), "--token", token)
 	defer p.stop(syscall.SIGINT)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -84,9 +91,34 @@ func TestStatusPageInBrowser(t *testing.T) {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelTimeout()
 	url := "http://" + p.httpAddr + "/"
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="1"]`))); err != nil {
-		t.Fatalf("loading %s: %v", url, err)
+	// No token yet: /v1/status answers 401 and the page shows its form.
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#login-form`))); err != nil {
+		t.Fatalf("loading %s: the token form: %v", url, err)
 	}
+	submit := func(tok string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#login-token`), tok), chromedp.Click(chromedp.CSS(`#login-form button`))); err != nil {
+			t.Fatalf("submitting the token form: %v", err)
+		}
+	}
+	submit("wrong-token")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("login").hidden && document.getElementById("login-why").textContent.includes("refused")`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("a wrong token was not refused: %v", err)
+	}
+	submit(token)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="1"]`))); err != nil {
+		t.Fatalf("the status after the right token: %v", err)
+	}
+	// The only console errors so far are the browser's own lines for the
+	// two 401s of /v1/status (no token, the wrong one).
+	mu.Lock()
+	for _, e := range consoleErrs {
+		if !strings.Contains(e, "401") || !strings.Contains(e, "/v1/status") {
+			t.Errorf("console error before the token: %s", e)
+		}
+	}
+	consoleErrs = nil
+	mu.Unlock()
 
 	// waitFor evaluates js until it returns true.
 	waitFor := func(what, js string, d time.Duration) {
@@ -116,7 +148,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		document.querySelectorAll("#plot-lag polyline").length >= 2`, 60*time.Second)
 	waitFor("the adapter streaming", `document.querySelector("#adapter .state").textContent === "streaming"`, 30*time.Second)
 
-	ts := p.sql("ALTER TABLE demo.products ADD COLUMN browser_note VARCHAR(16)")
+	ts := sqlWithToken(t, p.httpAddr, token, "ALTER TABLE demo.products ADD COLUMN browser_note VARCHAR(16)")
 	waitFor("the DDL in the DDL list", fmt.Sprintf(`Array.from(document.querySelectorAll("#ddls tbody tr")).some((tr) =>
 		tr.cells[0].textContent === %q && tr.cells[1].textContent === "demo.products" &&
 		tr.cells[2].textContent === "ADDITIVE" && tr.cells[4].textContent.includes("browser_note"))`, strconv.FormatUint(ts, 10)), 30*time.Second)
@@ -135,11 +167,54 @@ func TestStatusPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	// A second tab (its own sessionStorage) given the token in the
+	// fragment: no form, the status at once, the fragment dropped.
+	tab, cancelTab := chromedp.NewContext(ctx)
+	defer cancelTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(url+"#token="+token), chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="1"]`))); err != nil {
+		t.Fatalf("opening %s#token=...: %v", url, err)
+	}
+	hash, err := chromedp.Run(tab, chromedp.Evaluate[string](`location.hash`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != "" {
+		t.Errorf("the token stayed in the address: %q", hash)
+	}
+	if formShown, err := chromedp.Run(tab, chromedp.Evaluate[bool](`!document.getElementById("login").hidden`)); err != nil || formShown {
+		t.Errorf("the token form showed with a token in the fragment (%v)", err)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(consoleErrs) > 0 {
 		t.Fatalf("console errors on the status page:\n%s", strings.Join(consoleErrs, "\n"))
 	}
+}
+
+// sqlWithToken runs a statement through POST /upstream/sql of a run
+// started with --token and returns its commit ts.
+func sqlWithToken(t *testing.T, addr, token, stmt string) uint64 {
+	t.Helper()
+	body, _ := json.Marshal(sqlRequest{SQL: stmt})
+	req, err := http.NewRequest("POST", "http://"+addr+"/upstream/sql", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var sr sqlResponse
+	if err := json.Unmarshal(raw, &sr); err != nil || resp.StatusCode != 200 || sr.CommitTs == 0 {
+		t.Fatalf("/upstream/sql %q: %d %s", stmt, resp.StatusCode, raw)
+	}
+	return sr.CommitTs
 }
 
 // checkNotBlank decodes the screenshot and wants a page, not one color:

@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	view.mu.Lock()
 	view.mem = mem
 	view.mu.Unlock()
-	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem}
+	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem, Phase: view}
 	if adapterCfg.Snapshot, err = cfg.snapshotConfig(); err != nil {
 		return err
 	}

@@ -56,6 +56,24 @@ func collectionNames(tables []adapter.TableRef) string {
 	return strings.Join(names, ",")
 }
 
+// collectionWords is a collection's part of the status line: its safe_ts
+// lag behind now, with the rebuild in flight (E58) as such, and never a
+// lag measured from a safe_ts that is not defined yet (E56).
+func collectionWords(c *apiv1.CollectionStatus, now uint64) string {
+	var w string
+	switch safe := c.GetSafeTs(); {
+	case safe == 0:
+		w = "safe_ts=none"
+	default:
+		lag := time.Duration(max(0, int64(now>>18)-int64(safe>>18))) * time.Millisecond
+		w = fmt.Sprintf("safe_ts_lag=%v", lag)
+	}
+	if rb := c.GetRebuild(); rb != nil {
+		w += fmt.Sprintf(" rebuilding gen=%d %d%% serving=%d", rb.GetGeneration(), rb.GetPercent(), rb.GetServingGeneration())
+	}
+	return w
+}
+
 // statusLine: rows/s since the last line, rows buffered in the reorder
 // buffers, DDLs so far, the last checkpoint, and per collection how far
 // safe_ts trails the upstream's current ts.
@@ -74,8 +92,7 @@ func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulato
 		cols := list.GetCollections()
 		sort.Slice(cols, func(i, j int) bool { return cols[i].GetDefinition().GetName() < cols[j].GetDefinition().GetName() })
 		for _, c := range cols {
-			lag := time.Duration(int64(now>>18)-int64(c.GetSafeTs()>>18)) * time.Millisecond
-			fmt.Fprintf(&b, " %s(safe_ts_lag=%v)", c.GetDefinition().GetName(), lag)
+			fmt.Fprintf(&b, " %s(%s)", c.GetDefinition().GetName(), collectionWords(c, now))
 		}
 	}
 	return b.String()

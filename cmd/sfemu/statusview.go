@@ -27,7 +27,8 @@ type statusView struct {
 	restarts int            // requested over /admin/restart-adapter
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
-	seenTSC  int // table-set restarts already turned into error rows
+	seenTSC  int        // table-set restarts already turned into error rows
+	phase    *phaseRate // the running long phase (snapshot), statusphase.go
 
 	// Counters of the adapters before the current one, so the totals stay
 	// monotonic across restarts (each adapter's runtime counts from 0).
@@ -80,7 +81,12 @@ func (v *statusView) setState(state, reason string) {
 func (v *statusView) running(sup *adapter.Supervisor, requested bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.sup, v.state, v.reason, v.since = sup, httpapi.AdapterStreaming, "", time.Now()
+	v.sup = sup
+	// A snapshot the new adapter already reports keeps its state until
+	// the hook says streaming.
+	if v.state != httpapi.AdapterSnapshotting || v.phase == nil {
+		v.state, v.reason, v.since = httpapi.AdapterStreaming, "", time.Now()
+	}
 	if requested {
 		v.restarts++
 	}
@@ -137,7 +143,7 @@ func (v *statusView) Status(ctx context.Context) httpapi.ProviderStatus {
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	a := &httpapi.AdapterStatus{State: v.state, Reason: v.reason, Since: v.since, Restarts: v.restarts}
+	a := &httpapi.AdapterStatus{State: v.state, Reason: v.reason, Since: v.since, Restarts: v.restarts, Progress: v.phaseProgress()}
 	if v.sup != nil {
 		tsc := v.sup.Restarts()
 		a.Restarts += len(tsc)

@@ -176,7 +176,8 @@ func named(name string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// ServeHTTP authenticates (every path but /healthz, H3), dispatches, recovers
+// ServeHTTP authenticates (every path but /healthz and the status page's
+// static files, H3, H15), dispatches, recovers
 // from handler panics (H11) and records the request metrics.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -197,7 +198,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.requests.WithLabelValues(sw.route, strconv.Itoa(code)).Inc()
 		a.latency.WithLabelValues(sw.route).Observe(time.Since(start).Seconds())
 	}()
-	if r.URL.Path != "/healthz" && !a.authorized(sw, r) {
+	if r.URL.Path != "/healthz" && !pageAsset(r) && !a.authorized(sw, r) {
 		return
 	}
 	pretty, perr := parsePretty(r)

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator/contract"
@@ -48,6 +49,21 @@ func registerPage(mux *http.ServeMux, b *Board) {
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(append(body, '\n'))
 	}))
+}
+
+// pageAsset reports whether r asks for the status page's static files (the
+// HTML at / and its script and style under /ui/), which carry no data and
+// are the same in every binary: a browser cannot send a bearer token with a
+// navigation, so they are served without one, and the page then sends the
+// token the user gives it with its own fetches of /v1/status (H15). Only
+// GET and HEAD; every other path, unknown ones included, stays behind the
+// token (H3).
+func pageAsset(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	return p == "/" || (strings.HasPrefix(p, "/ui/") && !strings.Contains(p, ".."))
 }
 
 // pageHeaders keep the page on its own origin: scripts, styles and fetches

@@ -176,9 +176,62 @@ function render(doc) {
   renderErrors(doc);
 }
 
+// The token (H15): sfemu run --token puts /v1/status behind a bearer token,
+// which a browser does not send by itself. The page takes it from the
+// address's fragment (#token=..., never sent to the server) or from the
+// form it shows when /v1/status answers 401, keeps it in sessionStorage
+// (this tab only, gone with it) and sends it on its own fetches.
+const TOKEN_KEY = "sfemu.token";
+
+function takeFragmentToken() {
+  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (!m) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+  // Out of the address bar and the history: the token is a secret.
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+function authHeaders() {
+  const t = sessionStorage.getItem(TOKEN_KEY);
+  return t ? { Authorization: "Bearer " + t } : {};
+}
+
+function askToken(refused) {
+  const login = document.getElementById("login");
+  document.getElementById("login-why").textContent = refused
+    ? "sfemu refused this token: enter the --token it runs with."
+    : "This sfemu runs with --token: enter it to see its status (kept in this tab only).";
+  login.hidden = false;
+  document.querySelector("main").hidden = true;
+  document.getElementById("updated").textContent = "token needed";
+  document.getElementById("login-token").focus();
+}
+
+function setupLogin() {
+  document.getElementById("login-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const input = document.getElementById("login-token");
+    const tok = input.value.trim();
+    if (!tok) return;
+    sessionStorage.setItem(TOKEN_KEY, tok);
+    input.value = "";
+    document.getElementById("login").hidden = true;
+    document.querySelector("main").hidden = false;
+    poll();
+  });
+}
+
 async function poll() {
   try {
-    const resp = await fetch("/v1/status", { cache: "no-store" });
+    const sent = authHeaders();
+    const resp = await fetch("/v1/status", { cache: "no-store", headers: sent });
+    if (resp.status === 401) {
+      // Stop polling until the user gives a token (a refused one is dropped).
+      const refused = "Authorization" in sent;
+      sessionStorage.removeItem(TOKEN_KEY);
+      askToken(refused);
+      return;
+    }
     if (resp.ok) {
       render(await resp.json());
       document.body.dataset.loaded = "1";
@@ -191,4 +244,6 @@ async function poll() {
   setTimeout(poll, 1000);
 }
 
+takeFragmentToken();
+setupLogin();
 poll();
