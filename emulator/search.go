@@ -81,7 +81,15 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	if err != nil {
 		return nil, err
 	}
-	cursor, err := checkSearchAfter(c, req, keys)
+	after := req.GetSearchAfter()
+	var tok *apiv1.PageToken
+	if req.GetPageToken() != "" {
+		if tok, err = decodePageToken(req); err != nil {
+			return nil, err
+		}
+		after = tok.GetAfter()
+	}
+	cursor, err := checkSearchAfter(c, after, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +108,13 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	offset := int(req.GetOffset())
 	// needAll: the whole matching set is ranked (sorts by a field, cursors
 	// and facets need it); otherwise only the first offset+limit.
-	needAll := len(req.GetSort()) > 0 || len(req.GetSearchAfter()) > 0 || len(req.GetFacets()) > 0
+	needAll := len(req.GetSort()) > 0 || cursor != nil || len(req.GetFacets()) > 0
 	window := offset + limit
 	if hasText && hasVec {
 		window = max(window*4, 50)
+		if w := int(tok.GetWindow()); w > 0 {
+			window = w // every page of a token fuses the first page's candidates (E79)
+		}
 	}
 	resp := &apiv1.SearchResponse{ReadTs: readTs}
 	var textLeg, vecLeg *leg
@@ -260,6 +271,13 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 			h.Fields = ent.Fields
 		}
 		resp.Hits = append(resp.Hits, h)
+	}
+	if n := len(resp.Hits); n == limit {
+		w := 0
+		if hasText && hasVec {
+			w = window
+		}
+		resp.NextPageToken = encodePageToken(queryFingerprint(req), resp.Hits[n-1].GetSortValues(), w)
 	}
 	return resp, nil
 }

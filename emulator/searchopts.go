@@ -34,8 +34,8 @@ func checkPaging(req *apiv1.SearchRequest) error {
 		return badQuery("offset", fmt.Sprintf("0..%d", MaxSearchOffset), fmt.Sprint(o), "offset out of range (use search_after for deeper pages)")
 	}
 	hybrid := req.GetText() != nil && req.GetVector() != nil
-	if hybrid && len(req.GetSearchAfter()) > 0 {
-		return badQuery("search_after", "a text, vector or filter-only search", "a hybrid search", "search_after does not apply to fused rankings; page hybrid searches with offset")
+	if req.GetPageToken() != "" && len(req.GetSearchAfter()) > 0 {
+		return badQuery("page_token", "page_token or search_after", "both", "page_token and search_after both say where the page starts: send one")
 	}
 	for _, w := range []struct {
 		name string
@@ -56,7 +56,6 @@ func checkPaging(req *apiv1.SearchRequest) error {
 // filter-only ones. The primary key always breaks ties, ascending.
 func sortKeysFor(c *collection, req *apiv1.SearchRequest) ([]sortKey, error) {
 	ranked := req.GetText() != nil || req.GetVector() != nil
-	hybrid := req.GetText() != nil && req.GetVector() != nil
 	if len(req.GetSort()) == 0 {
 		if ranked {
 			return []sortKey{{desc: true}}, nil
@@ -82,9 +81,6 @@ func sortKeysFor(c *collection, req *apiv1.SearchRequest) ([]sortKey, error) {
 			out = append(out, sortKey{desc: s.GetDescending()})
 			continue
 		}
-		if hybrid {
-			return nil, badQuery(p, ScoreSortField+" (a hybrid search is ordered by its fused score)", name, "hybrid searches sort by score only")
-		}
 		f, ok := c.schema.Fields[name]
 		if !ok {
 			return nil, badQuery(p, "a field of "+c.name(), name, "unknown sort field")
@@ -106,8 +102,7 @@ func sortKeysFor(c *collection, req *apiv1.SearchRequest) ([]sortKey, error) {
 // checkSearchAfter validates a cursor against the sort keys (E76): one
 // value per key (a double for the score, a value of the field's kind or
 // null for a field) and then the primary key.
-func checkSearchAfter(c *collection, req *apiv1.SearchRequest, keys []sortKey) ([]*apiv1.Value, error) {
-	after := req.GetSearchAfter()
+func checkSearchAfter(c *collection, after []*apiv1.Value, keys []sortKey) ([]*apiv1.Value, error) {
 	if len(after) == 0 {
 		return nil, nil
 	}

@@ -2883,7 +2883,11 @@ type SearchRequest struct {
 	// Counts over the whole matching set (E77).
 	Facets []*FacetRequest `protobuf:"bytes,14,rep,name=facets,proto3" json:"facets,omitempty"`
 	// Mark the query's terms in the text of matching hits (E78).
-	Highlight     *HighlightRequest `protobuf:"bytes,15,opt,name=highlight,proto3" json:"highlight,omitempty"`
+	Highlight *HighlightRequest `protobuf:"bytes,15,opt,name=highlight,proto3" json:"highlight,omitempty"`
+	// Continue where the previous page of the same query ended (E79): the
+	// next_page_token of its response. A token issued for another query is
+	// refused. Not together with search_after.
+	PageToken     string `protobuf:"bytes,16,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3021,6 +3025,13 @@ func (x *SearchRequest) GetHighlight() *HighlightRequest {
 		return x.Highlight
 	}
 	return nil
+}
+
+func (x *SearchRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
 }
 
 // SortField is one sort key (E75).
@@ -3507,7 +3518,10 @@ type SearchResponse struct {
 	// legs. Filters apply to every count.
 	Total uint64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
 	// One result per FacetRequest, in request order (E77).
-	Facets        []*FacetResult `protobuf:"bytes,4,rep,name=facets,proto3" json:"facets,omitempty"`
+	Facets []*FacetResult `protobuf:"bytes,4,rep,name=facets,proto3" json:"facets,omitempty"`
+	// Set when the page is full: pass it as page_token, with the same query,
+	// for the next page (E79). Opaque.
+	NextPageToken string `protobuf:"bytes,5,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3570,6 +3584,87 @@ func (x *SearchResponse) GetFacets() []*FacetResult {
 	return nil
 }
 
+func (x *SearchResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// PageToken is the content of a page token (E79), base64url-encoded
+// without padding: the query it belongs to and the last hit's sort_values.
+type PageToken struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// FNV-64a of the query's deterministic encoding without its paging and
+	// presentation fields.
+	Query uint64   `protobuf:"fixed64,2,opt,name=query,proto3" json:"query,omitempty"`
+	After []*Value `protobuf:"bytes,3,rep,name=after,proto3" json:"after,omitempty"`
+	// Hybrid searches: the legs' rank window of the first page, kept so
+	// every page fuses the same candidates.
+	Window        uint32 `protobuf:"varint,4,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PageToken) Reset() {
+	*x = PageToken{}
+	mi := &file_emulator_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PageToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PageToken) ProtoMessage() {}
+
+func (x *PageToken) ProtoReflect() protoreflect.Message {
+	mi := &file_emulator_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PageToken.ProtoReflect.Descriptor instead.
+func (*PageToken) Descriptor() ([]byte, []int) {
+	return file_emulator_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PageToken) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PageToken) GetQuery() uint64 {
+	if x != nil {
+		return x.Query
+	}
+	return 0
+}
+
+func (x *PageToken) GetAfter() []*Value {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *PageToken) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
 // ContractError is attached as a gRPC status detail (and returned as the HTTP
 // error body) for every rejection (E90). reason is one of the stable reason
 // codes listed in specs/emulator-contract.md.
@@ -3586,7 +3681,7 @@ type ContractError struct {
 
 func (x *ContractError) Reset() {
 	*x = ContractError{}
-	mi := &file_emulator_proto_msgTypes[40]
+	mi := &file_emulator_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3693,7 @@ func (x *ContractError) String() string {
 func (*ContractError) ProtoMessage() {}
 
 func (x *ContractError) ProtoReflect() protoreflect.Message {
-	mi := &file_emulator_proto_msgTypes[40]
+	mi := &file_emulator_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3706,7 @@ func (x *ContractError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContractError.ProtoReflect.Descriptor instead.
 func (*ContractError) Descriptor() ([]byte, []int) {
-	return file_emulator_proto_rawDescGZIP(), []int{40}
+	return file_emulator_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ContractError) GetReason() string {
@@ -3848,7 +3943,7 @@ const file_emulator_proto_rawDesc = "" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12+\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x1b.sfemu.emulator.v1.FilterOpR\x02op\x12.\n" +
 	"\x05value\x18\x03 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value\x120\n" +
-	"\x06values\x18\x04 \x03(\v2\x18.sfemu.emulator.v1.ValueR\x06values\"\x9a\x05\n" +
+	"\x06values\x18\x04 \x03(\v2\x18.sfemu.emulator.v1.ValueR\x06values\"\xb9\x05\n" +
 	"\rSearchRequest\x12\x1e\n" +
 	"\n" +
 	"collection\x18\x01 \x01(\tR\n" +
@@ -3868,7 +3963,9 @@ const file_emulator_proto_rawDesc = "" +
 	"\x06offset\x18\f \x01(\x05R\x06offset\x12;\n" +
 	"\fsearch_after\x18\r \x03(\v2\x18.sfemu.emulator.v1.ValueR\vsearchAfter\x127\n" +
 	"\x06facets\x18\x0e \x03(\v2\x1f.sfemu.emulator.v1.FacetRequestR\x06facets\x12A\n" +
-	"\thighlight\x18\x0f \x01(\v2#.sfemu.emulator.v1.HighlightRequestR\thighlight\"A\n" +
+	"\thighlight\x18\x0f \x01(\v2#.sfemu.emulator.v1.HighlightRequestR\thighlight\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x10 \x01(\tR\tpageToken\"A\n" +
 	"\tSortField\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1e\n" +
 	"\n" +
@@ -3916,12 +4013,18 @@ const file_emulator_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x18.sfemu.emulator.v1.ValueR\x05value:\x028\x01\x1a=\n" +
 	"\x0fHighlightsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x01\n" +
 	"\x0eSearchResponse\x120\n" +
 	"\x04hits\x18\x01 \x03(\v2\x1c.sfemu.emulator.v1.SearchHitR\x04hits\x12\x17\n" +
 	"\aread_ts\x18\x02 \x01(\x04R\x06readTs\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x04R\x05total\x126\n" +
-	"\x06facets\x18\x04 \x03(\v2\x1e.sfemu.emulator.v1.FacetResultR\x06facets\"\x8b\x01\n" +
+	"\x06facets\x18\x04 \x03(\v2\x1e.sfemu.emulator.v1.FacetResultR\x06facets\x12&\n" +
+	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"\x83\x01\n" +
+	"\tPageToken\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\x06R\x05query\x12.\n" +
+	"\x05after\x18\x03 \x03(\v2\x18.sfemu.emulator.v1.ValueR\x05after\x12\x16\n" +
+	"\x06window\x18\x04 \x01(\rR\x06window\"\x8b\x01\n" +
 	"\rContractError\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x1a\n" +
@@ -4029,7 +4132,7 @@ func file_emulator_proto_rawDescGZIP() []byte {
 }
 
 var file_emulator_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_emulator_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_emulator_proto_goTypes = []any{
 	(ClientKind)(0),                     // 0: sfemu.emulator.v1.ClientKind
 	(FieldType)(0),                      // 1: sfemu.emulator.v1.FieldType
@@ -4082,11 +4185,12 @@ var file_emulator_proto_goTypes = []any{
 	(*HighlightRequest)(nil),            // 48: sfemu.emulator.v1.HighlightRequest
 	(*SearchHit)(nil),                   // 49: sfemu.emulator.v1.SearchHit
 	(*SearchResponse)(nil),              // 50: sfemu.emulator.v1.SearchResponse
-	(*ContractError)(nil),               // 51: sfemu.emulator.v1.ContractError
-	nil,                                 // 52: sfemu.emulator.v1.Mutation.FieldsEntry
-	nil,                                 // 53: sfemu.emulator.v1.Document.FieldsEntry
-	nil,                                 // 54: sfemu.emulator.v1.SearchHit.FieldsEntry
-	nil,                                 // 55: sfemu.emulator.v1.SearchHit.HighlightsEntry
+	(*PageToken)(nil),                   // 51: sfemu.emulator.v1.PageToken
+	(*ContractError)(nil),               // 52: sfemu.emulator.v1.ContractError
+	nil,                                 // 53: sfemu.emulator.v1.Mutation.FieldsEntry
+	nil,                                 // 54: sfemu.emulator.v1.Document.FieldsEntry
+	nil,                                 // 55: sfemu.emulator.v1.SearchHit.FieldsEntry
+	nil,                                 // 56: sfemu.emulator.v1.SearchHit.HighlightsEntry
 }
 var file_emulator_proto_depIdxs = []int32{
 	0,  // 0: sfemu.emulator.v1.RequestMeta.client_kind:type_name -> sfemu.emulator.v1.ClientKind
@@ -4104,7 +4208,7 @@ var file_emulator_proto_depIdxs = []int32{
 	18, // 12: sfemu.emulator.v1.PutCollectionSchemaResponse.lineage:type_name -> sfemu.emulator.v1.Lineage
 	20, // 13: sfemu.emulator.v1.Value.vector_value:type_name -> sfemu.emulator.v1.FloatVector
 	5,  // 14: sfemu.emulator.v1.Mutation.kind:type_name -> sfemu.emulator.v1.MutationKind
-	52, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
+	53, // 15: sfemu.emulator.v1.Mutation.fields:type_name -> sfemu.emulator.v1.Mutation.FieldsEntry
 	22, // 16: sfemu.emulator.v1.MutationBatch.mutations:type_name -> sfemu.emulator.v1.Mutation
 	6,  // 17: sfemu.emulator.v1.IngestResponse.outcome:type_name -> sfemu.emulator.v1.IngestOutcome
 	7,  // 18: sfemu.emulator.v1.ModalityProgress.modality:type_name -> sfemu.emulator.v1.Modality
@@ -4115,7 +4219,7 @@ var file_emulator_proto_depIdxs = []int32{
 	30, // 23: sfemu.emulator.v1.CollectionStatus.rebuild:type_name -> sfemu.emulator.v1.RebuildStatus
 	29, // 24: sfemu.emulator.v1.ListCollectionsResponse.collections:type_name -> sfemu.emulator.v1.CollectionStatus
 	27, // 25: sfemu.emulator.v1.GetProgressResponse.partitions:type_name -> sfemu.emulator.v1.PartitionState
-	53, // 26: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
+	54, // 26: sfemu.emulator.v1.Document.fields:type_name -> sfemu.emulator.v1.Document.FieldsEntry
 	36, // 27: sfemu.emulator.v1.GetDocumentResponse.document:type_name -> sfemu.emulator.v1.Document
 	3,  // 28: sfemu.emulator.v1.VectorQuery.metric:type_name -> sfemu.emulator.v1.VectorMetric
 	9,  // 29: sfemu.emulator.v1.Filter.op:type_name -> sfemu.emulator.v1.FilterOp
@@ -4132,35 +4236,36 @@ var file_emulator_proto_depIdxs = []int32{
 	45, // 40: sfemu.emulator.v1.FacetRequest.ranges:type_name -> sfemu.emulator.v1.FacetRange
 	47, // 41: sfemu.emulator.v1.FacetResult.buckets:type_name -> sfemu.emulator.v1.FacetBucket
 	21, // 42: sfemu.emulator.v1.FacetBucket.value:type_name -> sfemu.emulator.v1.Value
-	54, // 43: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
+	55, // 43: sfemu.emulator.v1.SearchHit.fields:type_name -> sfemu.emulator.v1.SearchHit.FieldsEntry
 	21, // 44: sfemu.emulator.v1.SearchHit.sort_values:type_name -> sfemu.emulator.v1.Value
-	55, // 45: sfemu.emulator.v1.SearchHit.highlights:type_name -> sfemu.emulator.v1.SearchHit.HighlightsEntry
+	56, // 45: sfemu.emulator.v1.SearchHit.highlights:type_name -> sfemu.emulator.v1.SearchHit.HighlightsEntry
 	49, // 46: sfemu.emulator.v1.SearchResponse.hits:type_name -> sfemu.emulator.v1.SearchHit
 	46, // 47: sfemu.emulator.v1.SearchResponse.facets:type_name -> sfemu.emulator.v1.FacetResult
-	21, // 48: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 49: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	21, // 50: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
-	23, // 51: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
-	25, // 52: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
-	17, // 53: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
-	31, // 54: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
-	32, // 55: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
-	34, // 56: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
-	37, // 57: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
-	42, // 58: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
-	24, // 59: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
-	26, // 60: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
-	19, // 61: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
-	29, // 62: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
-	33, // 63: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
-	35, // 64: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
-	38, // 65: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
-	50, // 66: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
-	59, // [59:67] is the sub-list for method output_type
-	51, // [51:59] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	21, // 48: sfemu.emulator.v1.PageToken.after:type_name -> sfemu.emulator.v1.Value
+	21, // 49: sfemu.emulator.v1.Mutation.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 50: sfemu.emulator.v1.Document.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	21, // 51: sfemu.emulator.v1.SearchHit.FieldsEntry.value:type_name -> sfemu.emulator.v1.Value
+	23, // 52: sfemu.emulator.v1.Ingest.Ingest:input_type -> sfemu.emulator.v1.MutationBatch
+	25, // 53: sfemu.emulator.v1.Ingest.AdvancePartition:input_type -> sfemu.emulator.v1.PartitionProgress
+	17, // 54: sfemu.emulator.v1.Control.PutCollectionSchema:input_type -> sfemu.emulator.v1.PutCollectionSchemaRequest
+	31, // 55: sfemu.emulator.v1.Control.GetCollection:input_type -> sfemu.emulator.v1.GetCollectionRequest
+	32, // 56: sfemu.emulator.v1.Control.ListCollections:input_type -> sfemu.emulator.v1.ListCollectionsRequest
+	34, // 57: sfemu.emulator.v1.Control.GetProgress:input_type -> sfemu.emulator.v1.GetProgressRequest
+	37, // 58: sfemu.emulator.v1.Query.GetDocument:input_type -> sfemu.emulator.v1.GetDocumentRequest
+	42, // 59: sfemu.emulator.v1.Query.Search:input_type -> sfemu.emulator.v1.SearchRequest
+	24, // 60: sfemu.emulator.v1.Ingest.Ingest:output_type -> sfemu.emulator.v1.IngestResponse
+	26, // 61: sfemu.emulator.v1.Ingest.AdvancePartition:output_type -> sfemu.emulator.v1.AdvancePartitionResponse
+	19, // 62: sfemu.emulator.v1.Control.PutCollectionSchema:output_type -> sfemu.emulator.v1.PutCollectionSchemaResponse
+	29, // 63: sfemu.emulator.v1.Control.GetCollection:output_type -> sfemu.emulator.v1.CollectionStatus
+	33, // 64: sfemu.emulator.v1.Control.ListCollections:output_type -> sfemu.emulator.v1.ListCollectionsResponse
+	35, // 65: sfemu.emulator.v1.Control.GetProgress:output_type -> sfemu.emulator.v1.GetProgressResponse
+	38, // 66: sfemu.emulator.v1.Query.GetDocument:output_type -> sfemu.emulator.v1.GetDocumentResponse
+	50, // 67: sfemu.emulator.v1.Query.Search:output_type -> sfemu.emulator.v1.SearchResponse
+	60, // [60:68] is the sub-list for method output_type
+	52, // [52:60] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_emulator_proto_init() }
@@ -4186,7 +4291,7 @@ func file_emulator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_emulator_proto_rawDesc), len(file_emulator_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
