@@ -83,6 +83,7 @@ func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mLockResolutions, float64(tr.LockResolutions))
 	collectRegions(gauge, v.up.RegionStats(), lag)
 
+	v.pollSnapshot(time.Now())
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, s := range adapterStates {

@@ -59,6 +59,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	// stops on Ctrl-C (its state resumes it), unlike the stream, which
 	// shutdown closes in order.
 	snapshotProgress := &snapshot.Progress{}
+	view.watchSnapshot(snapshotProgress) // the page's `snapshotting` state (SR13)
 	adapterCfg.Snapshot.Log, adapterCfg.Snapshot.Progress, adapterCfg.Snapshot.Stop = out, snapshotProgress, ctx.Done()
 
 	// The status page's board samples for its plots while the binary runs.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/emulator/httpapi"
+	"github.com/searchfabric/sfemu/snapshot"
 )
 
 // SR13, H15, H17: the adapter's PhaseHook: a snapshot's reports put the
@@ -50,5 +51,31 @@ func TestStatusViewSnapshotPhase(t *testing.T) {
 	w.running(nil, false)
 	if w.state != httpapi.AdapterStreaming {
 		t.Errorf("running without a snapshot: %s", w.state)
+	}
+}
+
+// SR13: the initial snapshot's counters (snapshot.Progress) drive the
+// status's `snapshotting` state with ranges read of ranges planned, and
+// its end hands the state to streaming.
+func TestStatusViewFollowsSnapshot(t *testing.T) {
+	p := &snapshot.Progress{}
+	t0 := time.Unix(2000, 0)
+	p.Begin(&snapshot.State{Ts: 5, Tables: []snapshot.Table{{Name: "demo.products", Collection: "demo.products", Ranges: []snapshot.Range{{}, {Done: true, Rows: 10}}}}}, t0)
+	v := &statusView{state: httpapi.AdapterStarting}
+	v.watchSnapshot(p)
+	v.pollSnapshot(t0)
+	v.mu.Lock()
+	state, pr := v.state, v.phaseProgress()
+	v.mu.Unlock()
+	if state != httpapi.AdapterSnapshotting || pr == nil || pr.Done != 1 || pr.Total != 2 || pr.Unit != "ranges" || pr.What != "snapshot of demo.products" {
+		t.Fatalf("during the snapshot: state %s progress %+v", state, pr)
+	}
+	p.Begin(&snapshot.State{Ts: 5, Tables: []snapshot.Table{{Name: "demo.products", Collection: "demo.products", Finished: true, Ranges: []snapshot.Range{{Done: true}}}}}, t0.Add(time.Second))
+	v.pollSnapshot(t0.Add(time.Second))
+	v.mu.Lock()
+	state, pr = v.state, v.phaseProgress()
+	v.mu.Unlock()
+	if state != httpapi.AdapterStreaming || pr != nil {
+		t.Fatalf("after the snapshot: state %s progress %+v", state, pr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/emulator/httpapi"
 	"github.com/searchfabric/sfemu/minicdc"
+	"github.com/searchfabric/sfemu/snapshot"
 )
 
 // statusView is the binary's httpapi.StatusProvider: the upstream, the
@@ -27,8 +28,9 @@ type statusView struct {
 	restarts int            // requested over /admin/restart-adapter
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
-	seenTSC  int        // table-set restarts already turned into error rows
-	phase    *phaseRate // the running long phase (snapshot), statusphase.go
+	seenTSC  int                // table-set restarts already turned into error rows
+	phase    *phaseRate         // the running long phase (snapshot), statusphase.go
+	snap     *snapshot.Progress // the initial snapshot's counters, statussnapshot.go
 
 	// Counters of the adapters before the current one, so the totals stay
 	// monotonic across restarts (each adapter's runtime counts from 0).
@@ -131,6 +133,7 @@ func (t ddlTap) OnDDL(_ context.Context, e minicdc.DDL) error {
 
 // Status implements httpapi.StatusProvider.
 func (v *statusView) Status(ctx context.Context) httpapi.ProviderStatus {
+	v.pollSnapshot(time.Now())
 	up := &httpapi.UpstreamStatus{Mode: v.up.Mode().String(), Address: strings.Join(v.up.PDAddrs(), ",")}
 	if up.Address == "" {
 		up.Address = "in process"
