@@ -35,8 +35,11 @@ type UpstreamConfig struct {
 	// Stores is the number of TiKV stores of the embedded cluster
 	// (default: the cluster's default, 3).
 	Stores int
-	// Servers tunes the gRPC servers (ModeWire).
+	// Servers tunes the gRPC servers (ModeWire); Servers.TLS makes them
+	// serve TLS, and then Security is what the clients connect with.
 	Servers grpcserver.Config
+	// Security is the clients' TLS (ModeWire), as ConnectUpstreamSecure's.
+	Security pd.Security
 	// Transport tunes the gRPC sources (ModeWire).
 	Transport logpuller.TransportConfig
 	// Dir, when set, makes the embedded cluster durable
@@ -80,13 +83,13 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	u.Servers, u.mode, u.endpoints, u.Transport = s, ModeWire, []string{s.PDAddr()}, cfg.Transport
 	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints})
+	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints, Security: cfg.Security})
 	for attempt := 1; err != nil && attempt < 3 && octx.Err() == nil && canceledByClient(err); attempt++ {
 		// The PD client's first TSO can come back Canceled while its stream
 		// is still being set up (seen under -race on a loaded machine),
 		// although nothing here was cancelled: try again within the bound.
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
-		p, err = pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints})
+		p, err = pd.OpenUpstream(octx, pd.Config{Endpoints: u.endpoints, Security: cfg.Security})
 	}
 	if err != nil {
 		s.Close()

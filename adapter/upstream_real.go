@@ -22,6 +22,16 @@ const DefaultConnectTimeout = 15 * time.Second
 // addresses. There is no embedded cluster and no SQL front: tables are
 // resolved through the meta keys at the start ts.
 func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
+	return ConnectUpstreamSecure(ctx, pdAddrs, pd.Security{})
+}
+
+// ConnectUpstreamSecure is ConnectUpstream over TLS (--ca, --cert, --key;
+// specs/logpuller.md P20): PD, client-go and the log puller all use sec. A
+// missing or bad file fails at once, naming it.
+func ConnectUpstreamSecure(ctx context.Context, pdAddrs []string, sec pd.Security) (*Upstream, error) {
+	if _, err := sec.TLSConfig(); err != nil {
+		return nil, fmt.Errorf("adapter: %w", err)
+	}
 	var eps []string
 	for _, a := range pdAddrs {
 		if a = strings.TrimSpace(a); a != "" {
@@ -34,7 +44,7 @@ func ConnectUpstream(ctx context.Context, pdAddrs []string) (*Upstream, error) {
 	began := time.Now()
 	octx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
-	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: eps})
+	p, err := pd.OpenUpstream(octx, pd.Config{Endpoints: eps, Security: sec})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("adapter: PD at %s unreachable (gave up after %v): %w", strings.Join(eps, ","), time.Since(began).Round(time.Millisecond), err)

@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -37,6 +38,8 @@ type Config struct {
 	PollInterval time.Duration
 	// MaxRecvMsgSize of the servers (default 256 MiB, what TiCDC uses).
 	MaxRecvMsgSize int
+	// TLS, when set, makes every server speak TLS (G60, tls.go).
+	TLS *tls.Config
 }
 
 func (c *Config) fill() {
@@ -125,8 +128,8 @@ func (s *Servers) listen(store uint64) (*grpcEndpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpcserver: listen on %s: %w", s.cfg.Host, err)
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize),
-		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder))
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize),
+		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder)}, s.cfg.serverOptions()...)...)
 	ep := &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String()}
 	if store == 0 {
 		ep.health = health.NewServer()
@@ -184,8 +187,9 @@ func (s *Servers) ClusterID() uint64 { return s.cfg.ClusterID }
 // PDAddr is PD's host:port.
 func (s *Servers) PDAddr() string { return s.pdSrv.addr }
 
-// PDURL is PD's client URL (http://host:port), as listed in GetMembers.
-func (s *Servers) PDURL() string { return "http://" + s.pdSrv.addr }
+// PDURL is PD's client URL (http://host:port, https:// with TLS), as
+// listed in GetMembers.
+func (s *Servers) PDURL() string { return s.cfg.urlScheme() + s.pdSrv.addr }
 
 // StoreAddr is the host:port of store id's TiKV server ("" if unknown).
 func (s *Servers) StoreAddr(id uint64) string {

@@ -242,7 +242,7 @@ func (s *GRPCSource) conn(addr string) (*grpc.ClientConn, error) {
 	if c := s.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, dialOptions()...)
+	c, err := grpc.NewClient(addr, dialOptions(s.cfg.TLS)...)
 	if err != nil {
 		return nil, fmt.Errorf("logpuller: dial store %s: %w", addr, err)
 	}

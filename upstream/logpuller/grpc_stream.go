@@ -1,6 +1,7 @@
 package logpuller
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -26,9 +28,15 @@ const (
 	grpcKeepaliveTimout = 3 * time.Second
 )
 
-func dialOptions() []grpc.DialOption {
+// dialOptions are the store connections' options; tlsConfig nil is
+// plaintext, else TLS as the cluster's other clients use it (P20).
+func dialOptions(tlsConfig *tls.Config) []grpc.DialOption {
+	creds := insecure.NewCredentials()
+	if tlsConfig != nil {
+		creds = credentials.NewTLS(tlsConfig)
+	}
 	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvMsgSize), grpc.MaxCallSendMsgSize(math.MaxInt32)),
 		grpc.WithInitialWindowSize(grpcStreamWindow),
 		grpc.WithInitialConnWindowSize(grpcConnWindow),

@@ -21,7 +21,7 @@ func TestT14WindowsAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	conn, err := grpc.NewClient(ln.Addr().String(), dialOptions()...)
+	conn, err := grpc.NewClient(ln.Addr().String(), dialOptions(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

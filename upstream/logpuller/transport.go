@@ -2,6 +2,7 @@ package logpuller
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -68,7 +69,10 @@ const ClientVersion = "6.5.0"
 type TransportConfig struct {
 	// ClusterID is PD's cluster id, sent in every request header.
 	ClusterID uint64
-	Locator   RegionLocator
+	// TLS, when set, secures the connections to the stores (P20); nil is
+	// plaintext.
+	TLS     *tls.Config
+	Locator RegionLocator
 	// Resolver resolves locks of stuck regions; nil disables lock
 	// resolution.
 	Resolver LockResolver

@@ -11,6 +11,7 @@ package pd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +29,8 @@ type Config struct {
 	Endpoints []string
 	// Timeout bounds each PD call (default 5 s).
 	Timeout time.Duration
+	// Security enables TLS (P20); the zero value is plaintext.
+	Security Security
 }
 
 // Client wraps the real PD client.
@@ -37,6 +40,10 @@ type Client struct {
 	timeout   time.Duration
 	// endpoints PD was opened with (empty after Wrap).
 	endpoints []string
+	// security and tlsConfig are what Open was given (zero after Wrap):
+	// the KV store and the log puller use the same.
+	security  Security
+	tlsConfig *tls.Config
 
 	mu     sync.Mutex
 	stores map[uint64]string
@@ -55,6 +62,10 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pd: connect to %v: %w", cfg.Endpoints, err)
 	}
+	tlsConfig, err := cfg.Security.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
 	type result struct {
 		cli pdclient.Client
 		err error
@@ -62,7 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	ch := make(chan result, 1)
 	go func() {
 		cli, err := pdclient.NewClientWithContext(context.Background(), caller.Component("sfemu-minicdc"), cfg.Endpoints,
-			pdclient.SecurityOption{}, opt.WithCustomTimeoutOption(cfg.Timeout))
+			cfg.Security.pdOption(), opt.WithCustomTimeoutOption(cfg.Timeout))
 		ch <- result{cli, err}
 	}()
 	var cli pdclient.Client
@@ -84,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c := Wrap(ctx, cli, cfg.Timeout)
 	c.endpoints = append([]string(nil), cfg.Endpoints...)
+	c.security, c.tlsConfig = cfg.Security, tlsConfig
 	return c, nil
 }
 

@@ -46,7 +46,7 @@ func OpenKVStore(c *Client) (*KVStore, error) {
 	_, gcErr := c.pd.GetGCStatesClient(0).GetGCState(ctx)
 	cancel()
 	if status.Code(gcErr) == codes.Unimplemented && len(c.endpoints) > 0 {
-		etcd, err := tikv.NewEtcdSafePointKV(c.endpoints, nil)
+		etcd, err := tikv.NewEtcdSafePointKV(c.endpoints, c.tlsConfig)
 		if err != nil {
 			return nil, fmt.Errorf("pd: open KV store: etcd safe point KV at %v: %w", c.endpoints, err)
 		}
@@ -58,7 +58,7 @@ func OpenKVStore(c *Client) (*KVStore, error) {
 	// retried a few times within the PD timeout; any other error is not.
 	deadline := time.Now().Add(c.timeout)
 	for attempt := 1; ; attempt++ {
-		st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, spkv, tikv.NewRPCClient())
+		st, err := tikv.NewKVStore(fmt.Sprintf("sfemu-%d", c.clusterID), codecPD, spkv, tikv.NewRPCClient(tikv.WithSecurity(c.security.clientGo())))
 		if err == nil {
 			return &KVStore{pd: c, store: st}, nil
 		}

@@ -55,6 +55,9 @@ func (u *Upstream) NewSource(cfg logpuller.TransportConfig) (*logpuller.GRPCSour
 	if cfg.Clock == nil {
 		cfg.Clock = u.PD
 	}
+	if cfg.TLS == nil {
+		cfg.TLS = u.PD.tlsConfig // P20: the change-data streams use PD's TLS
+	}
 	if cfg.CheckStartTs == nil {
 		cfg.CheckStartTs = func(ctx context.Context, ts uint64) error { return CheckStartTs(ctx, u.PD.PD(), ts) }
 	}
