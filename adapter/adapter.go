@@ -26,6 +26,7 @@ type Adapter struct {
 
 	feed   *storeFeed
 	gcHold *pd.Hold
+	live   *liveSet
 
 	closeOnce sync.Once
 	closeErr  error
@@ -99,15 +100,17 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	for i, t := range tables {
 		ids[i] = t.PhysicalID
 	}
+	live := newLiveSet(callbacks(rp.bridge, cfg.Tap, hold), rp.bridge, up, cfg.Filter, cfg.Log, tables)
 	rt, err := startRuntime(ctx, up, feed.store,
 		runtimeConfig{StartTs: startTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime},
-		callbacks(rp.bridge, cfg.Tap, hold))
+		live)
 	if err != nil {
 		_ = feed.stop()
 		return fail(err)
 	}
+	live.attach(rt)
 
-	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold}
+	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold, live: live}
 	if hold != nil {
 		a.GC = hold.SafePoint()
 	}

@@ -111,8 +111,17 @@ func testColdStart(t *testing.T, wire bool) {
 		t.Fatalf("%v (supervisor err %v; log:\n%s)", err, sup.Err(), log.String())
 	}
 	expectConsistent(t, ctx, up, emu, tablesetTables, ts)
-	if n := len(sup.Restarts()); n != 2 {
-		t.Fatalf("%d table-set restarts, want 2 (TRUNCATE PARTITION, TRUNCATE TABLE): %+v", n, sup.Restarts())
+	// Both changes are followed in place by the cold-started adapter, no
+	// restart (LT2): one log line each, the epoch stays 2.
+	logMu.Lock()
+	n := strings.Count(log.String(), "changed the tables of collection")
+	logText := log.String()
+	logMu.Unlock()
+	if n != 2 || !strings.Contains(logText, "(no restart)") {
+		t.Fatalf("%d table-set changes followed, want 2 (TRUNCATE PARTITION, TRUNCATE TABLE):\n%s", n, logText)
+	}
+	if ep := sup.Adapter().Resume.Epoch; ep != 2 {
+		t.Fatalf("epoch %d after the changes, want 2 (no restart)", ep)
 	}
 }
 

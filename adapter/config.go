@@ -1,11 +1,13 @@
 package adapter
 
 import (
+	"io"
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
+	"github.com/searchfabric/sfemu/tablefilter"
 	"github.com/searchfabric/sfemu/upstream/pd"
 	"github.com/searchfabric/sfemu/verify"
 )
@@ -47,6 +49,13 @@ type Config struct {
 	// checkpoint when it reads through PD (ModeWire, ModeReal).
 	// ServiceID defaults to "sfemu-" + ClientID.
 	GC pd.ServiceSafePointConfig
+	// Filter, when set, is the --tables filter the table set follows while
+	// running: a table created or renamed into it is mirrored from then
+	// on, one renamed out of it is no longer (specs/tableset.md LT1,
+	// LT3). Nil: the set is Tables, changed only by DDLs of those tables.
+	Filter *tablefilter.Filter
+	// Log receives one line per table-set change (nil discards).
+	Log io.Writer
 	// Memory is the memory and spill quota (RS1-RS5); a nil Quota gets
 	// DefaultMemoryQuota. Spill files go to DataDir/spill.
 	Memory Memory

@@ -292,8 +292,9 @@ func TestWire_TruncateWithExplicitStartTs(t *testing.T) {
 	if err := verify.WaitSafe(ctx, emu, e2eTables, final, 30*time.Second); err != nil {
 		t.Fatalf("%v (supervisor: %v)", err, sup.Err())
 	}
-	if len(sup.Restarts()) != 1 {
-		t.Fatalf("restarts %+v, want 1", sup.Restarts())
+	// Followed in place (LT2): the same runtime, the same epoch.
+	if a := sup.Adapter(); a.Resume.Epoch != 1 || a.RT.Err() != nil {
+		t.Fatalf("after the TRUNCATE: epoch %d, runtime %v; want epoch 1 and running", a.Resume.Epoch, a.RT.Err())
 	}
 	expectConsistent(t, ctx, up, emu, e2eTables, final)
 	if err := sup.Close(); err != nil {

@@ -19,6 +19,11 @@ type TableChange struct {
 	// current TSO.
 	StartTs uint64
 	Remove  []int64
+	// Prepare, when set, runs on the control goroutine once the change is
+	// validated and its start ts fixed, before any path changes: the host
+	// readies its side for rows from startTs (a collection for an added
+	// table). An error it returns aborts the change unapplied.
+	Prepare func(startTs uint64) error
 }
 
 // ErrTableChangeOutsideDDL is returned by ChangeTablesInDDL called when no
@@ -148,6 +153,11 @@ func (c *control) applyChange(ch TableChange) error {
 			return fmt.Errorf("minicdc: adding table %d at %d: %w", id, ch.StartTs, err)
 		}
 		prepared = append(prepared, p)
+	}
+	if ch.Prepare != nil {
+		if err := ch.Prepare(ch.StartTs); err != nil {
+			return err
+		}
 	}
 	for _, id := range ch.Remove {
 		c.removePath(r.paths[id])

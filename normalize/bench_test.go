@@ -95,7 +95,7 @@ func newBenchBridge(b *testing.B) (*Bridge, *minicdc.TableInfo, sliceRow) {
 // batch cutting, without building protobuf messages.
 func BenchmarkBridgeRowCore(b *testing.B) {
 	br, ti, r := newBenchBridge(b)
-	p := br.byID[42]
+	p, _ := br.partByID(42)
 	ctx := context.Background()
 	var src ColumnSource = r
 	var drained []reorder.Item[Mutation]

@@ -69,11 +69,15 @@ type collection struct {
 	partitions []*partition // sorted by name
 	roles      RoleOverrides
 
-	active  bool
-	def     *apiv1.CollectionDefinition
-	version uint64
-	token   string
-	lastDDL uint64
+	active bool
+	// detached: the table left the mirrored set (renamed out of the
+	// filter, removed through /admin/tables) and the collection is kept
+	// as it was; no DDL or row reaches it any more (LT3).
+	detached bool
+	def      *apiv1.CollectionDefinition
+	version  uint64
+	token    string
+	lastDDL  uint64
 	// lastJobs are the DDL jobs this run applied at lastDDL: several events
 	// may share one FinishedTs (SS44). Empty when lastDDL came from the
 	// emulator's lineage (restart).
@@ -88,7 +92,10 @@ type Bridge struct {
 	cfg  Config
 	sink Sink
 
-	byID        map[int64]*partition
+	// byID is replaced, never changed, once the bridge is built: the row
+	// path reads it without a lock while AddTables publishes a new one
+	// (specs/tableset.md LT1).
+	byID        atomic.Pointer[map[int64]*partition]
 	parts       []*partition // sorted by name
 	collections []*collection
 
@@ -136,7 +143,9 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 	if sink == nil {
 		return nil, fmt.Errorf("normalize: nil Sink")
 	}
-	b := &Bridge{cfg: c, sink: sink, byID: map[int64]*partition{}}
+	b := &Bridge{cfg: c, sink: sink}
+	byID := map[int64]*partition{}
+	b.byID.Store(&byID)
 	byLogical := map[int64]*collection{}
 	for i, t := range c.Tables {
 		if t.PhysicalID <= 0 {
@@ -145,7 +154,7 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 		if t.Info == nil {
 			return nil, fmt.Errorf("normalize: Tables[%d] (table %d) has no Info", i, t.PhysicalID)
 		}
-		if _, dup := b.byID[t.PhysicalID]; dup {
+		if _, dup := byID[t.PhysicalID]; dup {
 			return nil, fmt.Errorf("normalize: Tables[%d]: duplicate physical id %d", i, t.PhysicalID)
 		}
 		coll := byLogical[t.Info.ID]
@@ -171,7 +180,7 @@ func New(cfg Config, sink Sink) (*Bridge, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.byID[t.PhysicalID] = p
+		byID[t.PhysicalID] = p
 		b.parts = append(b.parts, p)
 		coll.partitions = append(coll.partitions, p)
 	}

@@ -31,7 +31,7 @@ func (m *runtimeRow) Values(dst []minicdc.Value) ([]minicdc.Value, error) {
 // sequentially per table (M13), which is what makes the per-partition
 // adapters safe.
 func (b *Bridge) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) error {
-	p, ok := b.byID[ev.TableID]
+	p, ok := b.partByID(ev.TableID)
 	if !ok {
 		return fmt.Errorf("normalize: row for table %d, which is not configured", ev.TableID)
 	}

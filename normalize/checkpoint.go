@@ -50,7 +50,7 @@ func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64)
 		return b.tableSet
 	}
 	for id := range tableResolved {
-		if _, ok := b.byID[id]; !ok {
+		if _, ok := b.partByID(id); !ok {
 			return fmt.Errorf("normalize: checkpoint names table %d, which is not configured", id)
 		}
 	}

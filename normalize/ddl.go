@@ -209,7 +209,9 @@ func (c *collection) view() *ddlmap.Collection {
 }
 
 // affects is N25 (ddlmap.Affects).
-func affects(ev *minicdc.DDL, coll *collection) bool { return ddlmap.Affects(ev, coll.view()) }
+func affects(ev *minicdc.DDL, coll *collection) bool {
+	return !coll.detached && ddlmap.Affects(ev, coll.view())
+}
 
 // schemaRequest builds the request for one DDL and collection (N26, N27;
 // ddlmap.Request).

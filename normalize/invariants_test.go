@@ -19,7 +19,8 @@ func TestN6SeqContiguityInvariant(t *testing.T) {
 	h.checkpoint(map[int64]uint64{42: 120})
 	require.Len(t, h.sink.mutationsOf(part), 1)
 	// A seq counter that skips (a bug) must not reach the emulator.
-	h.b.byID[42].seq.next++
+	p, _ := h.b.partByID(42)
+	p.seq.next++
 	h.upsert(42, 130, row(2, "b", 0))
 	err := h.b.Checkpoint(h.ctx, map[int64]uint64{42: 140})
 	require.ErrorContains(t, err, "invariant N6 broken")

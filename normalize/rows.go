@@ -75,7 +75,7 @@ func (b *Bridge) AddRow(ctx context.Context, in RowInput) error {
 	if err := b.checkStopped(); err != nil {
 		return err
 	}
-	p, ok := b.byID[in.TableID]
+	p, ok := b.partByID(in.TableID)
 	if !ok {
 		return fmt.Errorf("normalize: row for table %d, which is not configured", in.TableID)
 	}

@@ -93,11 +93,7 @@ func (c adapterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(mAdapterState, on, s)
 	}
-	restarts := v.restarts
-	if v.sup != nil {
-		restarts += len(v.sup.Restarts())
-	}
-	counter(mAdapterRestarts, float64(restarts))
+	counter(mAdapterRestarts, float64(v.restarts))
 	cur, st, total := v.current()
 	counter(mAdapterRows, float64(total.RowsDelivered))
 	counter(mAdapterDDLs, float64(total.DDLsDelivered))

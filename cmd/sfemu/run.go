@@ -22,6 +22,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream/demo"
 	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
 	"github.com/searchfabric/sfemu/fakeupstream/mysqlfront"
+	"github.com/searchfabric/sfemu/tablefilter"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
 
@@ -115,6 +116,8 @@ var demoTables = []adapter.TableRef{{DB: demo.Database, Table: "products"}, {DB:
 type session struct {
 	up     *adapter.Upstream
 	tables []adapter.TableRef
+	// filter is --tables when it has patterns: the set follows it live.
+	filter *tablefilter.Filter
 	demo   bool
 	// gc is the service GC safe point config of the adapter.
 	gc pd.ServiceSafePointConfig
@@ -259,7 +262,7 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 			return fmt.Errorf("--tables: %w", err)
 		}
 	}
-	return serve(ctx, cfg, out, session{up: up, tables: tables, gc: datadir.GCConfig(cfg.DataDir)})
+	return serve(ctx, cfg, out, session{up: up, tables: tables, filter: filter, gc: datadir.GCConfig(cfg.DataDir)})
 }
 
 // clientLogFile receives the PD client's and client-go's own log lines

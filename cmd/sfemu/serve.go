@@ -41,8 +41,8 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	// The adapter stops through Close or a fatal error, never through the
 	// signal context: shutdown closes it explicitly, in order.
 	actx := context.WithoutCancel(ctx)
-	// The supervisor restarts the adapter with the new physical tables when
-	// a DDL changes them (TRUNCATE, partition DDLs), so no row is lost.
+	// The adapter follows table-set changes (TRUNCATE, partition DDLs, a
+	// --tables filter's new tables) in place (specs/tableset.md).
 	view := newStatusView(up)
 	mem, err := cfg.adapterMemory()
 	if err != nil {
@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	view.mu.Lock()
 	view.mem = mem
 	view.mu.Unlock()
-	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem, Phase: view}
+	adapterCfg := adapter.Config{DataDir: cfg.DataDir, Tables: s.tables, Filter: s.filter, StartTs: cfg.StartTs, GC: s.gc, Tap: view.tap(), Memory: mem, Phase: view}
 	if adapterCfg.Snapshot, err = cfg.snapshotConfig(); err != nil {
 		return err
 	}
@@ -81,6 +81,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	mux.Handle("/admin/restart-adapter", prettyJSON(restartHandler(restarts, cfg.Token)))
 	var pause sync.Mutex // held by a workload step, and by a consistency check
 	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, s.tables, &pause, cfg.Token, !s.demo)))
+	mux.Handle("/admin/tables", prettyJSON(tablesHandler(view.currentAdapter, cfg.Token)))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +27,6 @@ type statusView struct {
 	restarts int            // requested over /admin/restart-adapter
 	ddls     []httpapi.DDLEvent
 	errs     []httpapi.ErrorRow
-	seenTSC  int                // table-set restarts already turned into error rows
 	phase    *phaseRate         // the running long phase (snapshot), statusphase.go
 	snap     *snapshot.Progress // the initial snapshot's counters, statussnapshot.go
 
@@ -92,7 +90,6 @@ func (v *statusView) running(sup *adapter.Supervisor, requested bool) {
 	if requested {
 		v.restarts++
 	}
-	v.seenTSC = 0
 }
 
 // stopped records the adapter's stop and its error.
@@ -148,15 +145,6 @@ func (v *statusView) Status(ctx context.Context) httpapi.ProviderStatus {
 	defer v.mu.Unlock()
 	a := &httpapi.AdapterStatus{State: v.state, Reason: v.reason, Since: v.since, Restarts: v.restarts, Progress: v.phaseProgress()}
 	if v.sup != nil {
-		tsc := v.sup.Restarts()
-		a.Restarts += len(tsc)
-		for _, r := range tsc[min(v.seenTSC, len(tsc)):] {
-			v.errs = append(v.errs, httpapi.ErrorRow{At: time.Now(), Message: oneLine(fmt.Sprintf("adapter restarted (epoch %d): %v", r.Epoch, r.Change))})
-		}
-		v.seenTSC = len(tsc)
-		if len(v.errs) > viewErrors {
-			v.errs = v.errs[len(v.errs)-viewErrors:]
-		}
 		if cur, st, total := v.current(); cur != nil {
 			a.Epoch, a.StartTs, a.CheckpointTs = cur.Resume.Epoch, cur.RT.StartTs(), st.LastCheckpointTs
 			a.Rows, a.DDLs = total.RowsDelivered, total.DDLsDelivered
