@@ -75,6 +75,12 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 	if !cfg.Wire {
 		return u, nil
 	}
+	if cfg.Dir != "" && cfg.RealClock && cfg.Servers.GCLifeTime == 0 {
+		// A durable embedded upstream on the wall clock collects garbage
+		// as TiDB's GC worker would, never past the adapter's service
+		// safe point (grpcserver G28), so its log and memory stay bounded.
+		cfg.Servers.GCLifeTime = grpcserver.DefaultGCLifeTime
+	}
 	s, err := grpcserver.Start(c, cfg.Servers)
 	if err != nil {
 		_ = c.Close()

@@ -48,6 +48,9 @@ type Config struct {
 	// Clock, when set, is the TSO's physical clock (it overrides
 	// RealClock; Advance then works only if it is a *tso.VirtualClock).
 	Clock tso.Clock
+	// Maintain tunes the background GC and log compaction of a durable
+	// cluster (DUR-11, DUR-12).
+	Maintain MaintainConfig
 }
 
 // Cluster is an in-process TiKV-style cluster: TSO, Percolator MVCC,
@@ -72,6 +75,18 @@ type Cluster struct {
 	closed   bool
 	// meta holds named values of components beside the store (SaveMeta).
 	meta map[string][]byte
+
+	// Background GC and compaction (compact.go): one compaction at a
+	// time; the log size after the last one; the GC policy; the loop's
+	// last error and its stop.
+	compactMu      sync.Mutex
+	compactHook    func() // tests: runs between chunks of a compaction
+	compactChunk   int    // tests: keys per chunk (0: compactChunkKeys)
+	compacted      int64
+	gcPolicy       GCPolicy
+	maintainErr    error
+	maintainCancel context.CancelFunc
+	maintainDone   chan struct{}
 }
 
 // RestoreStats describes the state a durable cluster found in its Dir.
@@ -128,6 +143,9 @@ func New(cfg Config) (*Cluster, error) {
 	fc.Seed = cfg.Seed
 	c.feed = cdcfeed.New(feedMu, cdcfeed.Backend{Store: c.store, Topo: topo, Oracle: c.oracle, Clock: c.clock}, fc)
 	c.store.SetObserver(c.feed.OnChange)
+	if c.log != nil {
+		c.startMaintenance()
+	}
 	return c, nil
 }
 

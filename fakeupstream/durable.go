@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -65,6 +66,25 @@ func (c *Cluster) openLog() error {
 	c.log = log
 	c.restored = RestoreStats{Records: st.Records, Size: st.Size, TornBytes: st.TornBytes, TSOLimit: hw}
 	return nil
+}
+
+// startMaintenance starts the background GC and compaction loop of a
+// durable cluster (unless Config.Maintain.Off); Close stops it.
+func (c *Cluster) startMaintenance() {
+	m := &c.cfg.Maintain
+	if m.Interval <= 0 {
+		m.Interval = DefaultMaintainInterval
+	}
+	if m.MinBytes <= 0 {
+		m.MinBytes = DefaultCompactMinBytes
+	}
+	c.compacted = c.log.Size()
+	if m.Off {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.maintainCancel, c.maintainDone = cancel, make(chan struct{})
+	go c.maintain(ctx)
 }
 
 // logRegionsLocked appends the region layout to the log (DUR-9) and
@@ -146,6 +166,10 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	if c.maintainCancel != nil {
+		c.maintainCancel()
+		<-c.maintainDone
+	}
 	if err := c.log.Close(); err != nil {
 		return fmt.Errorf("fakeupstream: close %s: %w", c.cfg.Dir, err)
 	}

@@ -86,6 +86,11 @@ func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulato
 	}
 	fmt.Fprintf(&b, "sfemu: rows/s=%.0f rows=%d buffered=%d ddls=%d checkpoint_ts=%d", rate, cur.RowsDelivered, buffered, cur.DDLsDelivered, cur.LastCheckpointTs)
 	b.WriteString(memoryWords(a))
+	if up.Cluster != nil && up.Cluster.Durable() {
+		// The embedded upstream's disk use: its log, compacted in the
+		// background (specs/fakeupstream-cluster.md DUR-12).
+		fmt.Fprintf(&b, " upstream_log=%.1fMiB", float64(up.Cluster.LogSize())/(1<<20))
+	}
 	now, err := up.CurrentTs(ctx)
 	list, lerr := emu.ListCollections(ctx, &apiv1.ListCollectionsRequest{})
 	if err == nil && lerr == nil {

@@ -40,6 +40,11 @@ type Config struct {
 	MaxRecvMsgSize int
 	// TLS, when set, makes every server speak TLS (G60, tls.go).
 	TLS *tls.Config
+	// GCLifeTime, when positive, runs TiDB's GC worker: the cluster's
+	// background GC moves the safe point to now − GCLifeTime, never past
+	// a service safe point (G28; DefaultGCLifeTime is TiDB's default).
+	// Zero: no GC but what clients ask for.
+	GCLifeTime time.Duration
 }
 
 func (c *Config) fill() {
@@ -118,6 +123,9 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	for _, ep := range s.stores {
 		s.serve(ep)
 	}
+	if cfg.GCLifeTime > 0 {
+		c.SetGCPolicy(s.pd.gcPolicy(cfg.GCLifeTime))
+	}
 	return s, nil
 }
 
@@ -175,6 +183,9 @@ func (s *Servers) Close() {
 			ep.srv.Stop()
 		}
 		s.wg.Wait()
+		if s.cfg.GCLifeTime > 0 {
+			s.c.SetGCPolicy(nil)
+		}
 	})
 }
 

@@ -67,16 +67,33 @@ type Log struct {
 	f     *os.File
 	lockf *os.File
 
-	mu       sync.Mutex
-	cond     sync.Cond
-	buf      []byte // records in [durable, appended)
-	spare    []byte
+	mu    sync.Mutex
+	cond  sync.Cond
+	buf   []byte // records in [durable, appended)
+	spare []byte
+	// appended and durable are logical offsets: bytes ever appended, so
+	// an offset a caller holds stays meaningful after a compaction
+	// replaced the file; base is the logical offset of the file's first
+	// byte (file offset = logical - base).
 	appended int64
 	durable  int64
+	base     int64
 	flushing bool
 	err      error // sticky write error
 	closed   bool
 	readOnly bool // Verify: replay reports a torn tail instead of dropping it
+
+	// The state outside the MVCC store that a compacted file must start
+	// with: the highest GC safe point and TSO mark, the last region
+	// layout and the last value of each meta name (frames).
+	gcSP    uint64
+	tsoMark uint64
+	regions []byte
+	meta    map[string][]byte
+	// cmp is the compaction in progress (nil: none); io performs its
+	// file operations (a test seam).
+	cmp *Compaction
+	io  CompactIO
 }
 
 // Open locks dir (creating it), replays every record of its log in order
@@ -107,9 +124,17 @@ func Open(dir string, apply func(off int64, r Record) error) (*Log, Stats, error
 		lockf.Close()
 		return nil, st, fmt.Errorf("kvlog: %w", err)
 	}
-	l := &Log{path: path, f: f, lockf: lockf}
+	l := &Log{path: path, f: f, lockf: lockf, meta: map[string][]byte{}, io: osIO{}}
 	l.cond.L = &l.mu
-	end, err := l.replay(apply, &st)
+	if err := removeTemp(dir); err != nil {
+		f.Close()
+		lockf.Close()
+		return nil, st, err
+	}
+	end, err := l.replay(func(off int64, r Record) error {
+		l.track(r)
+		return apply(off, r)
+	}, &st)
 	if err != nil {
 		f.Close()
 		lockf.Close()
@@ -285,6 +310,9 @@ func (l *Log) PutLock(lk *mvcc.Lock) {
 		n := len(l.buf)
 		l.buf = AppendLock(l.buf, lk)
 		l.appended += int64(len(l.buf) - n)
+		if c := l.cmp; c != nil && c.copied(lk.Key) {
+			c.buf = AppendLock(c.buf, lk)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -296,6 +324,9 @@ func (l *Log) AddWrite(key []byte, w mvcc.Write, unlock bool) {
 		n := len(l.buf)
 		l.buf = AppendWrite(l.buf, key, &w, unlock)
 		l.appended += int64(len(l.buf) - n)
+		if c := l.cmp; c != nil && c.copied(key) {
+			c.buf = AppendWrite(c.buf, key, &w, unlock)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -307,6 +338,9 @@ func (l *Log) DelLock(key []byte, startTs uint64) {
 		n := len(l.buf)
 		l.buf = AppendDelLock(l.buf, key, startTs)
 		l.appended += int64(len(l.buf) - n)
+		if c := l.cmp; c != nil && c.copied(key) {
+			c.buf = AppendDelLock(c.buf, key, startTs)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -321,6 +355,7 @@ func (l *Log) appendTs(t Type, ts uint64) int64 {
 		n := len(l.buf)
 		l.buf = AppendTs(l.buf, t, ts)
 		l.appended += int64(len(l.buf) - n)
+		l.trackUnkeyed(l.buf[n:], t, ts, "")
 	}
 	return l.appended
 }
@@ -337,6 +372,7 @@ func (l *Log) AppendRegions(nextID uint64, regions []topology.Region) int64 {
 		n := len(l.buf)
 		l.buf = AppendRegions(l.buf, nextID, regions)
 		l.appended += int64(len(l.buf) - n)
+		l.trackUnkeyed(l.buf[n:], TypeRegions, 0, "")
 	}
 	return l.appended
 }
@@ -348,6 +384,7 @@ func (l *Log) SaveMeta(name string, value []byte) error {
 		n := len(l.buf)
 		l.buf = AppendMeta(l.buf, name, value)
 		l.appended += int64(len(l.buf) - n)
+		l.trackUnkeyed(l.buf[n:], TypeMeta, 0, name)
 	}
 	lsn := l.appended
 	l.mu.Unlock()
@@ -357,8 +394,16 @@ func (l *Log) SaveMeta(name string, value []byte) error {
 // SaveTSO appends the TSO high-water mark and makes it durable.
 func (l *Log) SaveTSO(limit uint64) error { return l.Sync(l.appendTs(TypeTSO, limit)) }
 
-// Appended is the end offset of every record appended so far; Sync(it)
-// makes them durable.
+// Size is the log file's size including records not yet written: what
+// the log occupies on disk once they are.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.appended - l.base
+}
+
+// Appended is the (logical) end offset of every record appended so far;
+// Sync(it) makes them durable.
 func (l *Log) Appended() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -383,6 +428,11 @@ func (l *Log) Sync(lsn int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.err != nil {
+		// Appends are dropped after a write error: nothing later is
+		// durable, whatever offset the caller holds.
+		return l.err
+	}
 	for l.durable < lsn {
 		if l.err != nil {
 			return l.err
@@ -403,10 +453,11 @@ func (l *Log) Sync(lsn int64) error {
 func (l *Log) flushLocked() {
 	l.flushing = true
 	data, at, target := l.buf, l.durable, l.appended
+	fileAt := at - l.base
 	l.buf = l.spare[:0]
 	l.spare = nil
 	l.mu.Unlock()
-	_, err := l.f.WriteAt(data, at)
+	_, err := l.f.WriteAt(data, fileAt)
 	if err == nil {
 		err = l.f.Sync()
 	}
@@ -416,7 +467,7 @@ func (l *Log) flushLocked() {
 	}
 	l.flushing = false
 	if err != nil {
-		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, at, err)
+		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
 	} else {
 		l.durable = target
 	}
@@ -438,8 +489,13 @@ func (l *Log) Close() error {
 		l.cond.Wait()
 	}
 	l.closed = true
+	cmp := l.cmp
+	l.cmp = nil
 	l.cond.Broadcast()
 	l.mu.Unlock()
+	if cmp != nil {
+		cmp.discard()
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -32,7 +32,7 @@ type Store struct {
 	obs       Observer
 	// j records every state change for persistence (nil: in memory only,
 	// and the hot paths pay one nil check).
-	j     Journal
+	j Journal
 }
 
 // Journal receives every change of the store's state, in apply order, so a
@@ -629,37 +629,12 @@ func (s *Store) GCSafePoint() uint64 { return s.safePoint }
 // newest data record with commit_ts <= sp, that record too if it is a
 // delete, and rollback/lock records below sp.
 func (s *Store) GC(sp uint64) {
-	if sp <= s.safePoint {
+	if !s.RaiseSafePoint(sp) {
 		return
-	}
-	s.safePoint = sp
-	if s.j != nil {
-		s.j.GC(sp)
 	}
 	var empty []*entry
 	s.tree.Ascend(func(e *entry) bool {
-		keep := e.writes[:0]
-		cut := -1
-		for i := len(e.writes) - 1; i >= 0; i-- {
-			if w := &e.writes[i]; w.CommitTs <= sp && w.isData() {
-				cut = i
-				break
-			}
-		}
-		for i, w := range e.writes {
-			switch {
-			case i < cut:
-			case i == cut && w.Kind == WriteDelete:
-			case w.CommitTs <= sp && !w.isData():
-			default:
-				keep = append(keep, w)
-			}
-		}
-		for i := len(keep); i < len(e.writes); i++ {
-			e.writes[i] = Write{}
-		}
-		e.writes = keep
-		if len(e.writes) == 0 && e.lock == nil {
+		if s.gcEntry(e) {
 			empty = append(empty, e)
 		}
 		return true
@@ -668,6 +643,106 @@ func (s *Store) GC(sp uint64) {
 		s.remove(e)
 	}
 }
+
+// RaiseSafePoint raises the safe point to sp (journaled; reads below it
+// fail from now on) without sweeping: the versions it frees are dropped
+// key by key by SweepChunk or SnapshotChunk, so a background GC never
+// holds the store for a whole pass (MVCC-7 as seen by readers is the
+// same). It reports whether the safe point moved.
+func (s *Store) RaiseSafePoint(sp uint64) bool {
+	if sp <= s.safePoint {
+		return false
+	}
+	s.safePoint = sp
+	if s.j != nil {
+		s.j.GC(sp)
+	}
+	return true
+}
+
+// gcEntry drops e's versions below the safe point (MVCC-7) and reports
+// whether e is left holding nothing.
+func (s *Store) gcEntry(e *entry) bool {
+	sp := s.safePoint
+	if sp == 0 || len(e.writes) == 0 || (len(e.writes) == 1 && e.writes[0].CommitTs > sp) {
+		return len(e.writes) == 0 && e.lock == nil
+	}
+	keep := e.writes[:0]
+	cut := -1
+	for i := len(e.writes) - 1; i >= 0; i-- {
+		if w := &e.writes[i]; w.CommitTs <= sp && w.isData() {
+			cut = i
+			break
+		}
+	}
+	for i, w := range e.writes {
+		switch {
+		case i < cut:
+		case i == cut && w.Kind == WriteDelete:
+		case w.CommitTs <= sp && !w.isData():
+		default:
+			keep = append(keep, w)
+		}
+	}
+	for i := len(keep); i < len(e.writes); i++ {
+		e.writes[i] = Write{}
+	}
+	e.writes = keep
+	return len(e.writes) == 0 && e.lock == nil
+}
+
+// SweepChunk garbage-collects up to limit keys after `after` (from the
+// first key when first) and returns the last key visited and whether the
+// pass reached the end. A caller walks the store chunk by chunk,
+// releasing its lock in between.
+func (s *Store) SweepChunk(after []byte, first bool, limit int) (last []byte, done bool) {
+	last, _, done = s.SnapshotChunk(after, first, limit, nil)
+	return last, done
+}
+
+// SnapshotChunk is SweepChunk that also replays each visited key's state
+// into j (write records in commit order, then the lock; nil j: sweep
+// only): a compaction's copy of the store, one chunk per lock hold. n is
+// the number of keys visited.
+func (s *Store) SnapshotChunk(after []byte, first bool, limit int, j Journal) (last []byte, n int, done bool) {
+	done = true
+	var empty []*entry
+	visit := func(e *entry) bool {
+		if !first && bytes.Equal(e.key, after) {
+			return true
+		}
+		if n == limit {
+			done = false
+			return false
+		}
+		if s.gcEntry(e) {
+			empty = append(empty, e)
+		} else if j != nil {
+			for i := range e.writes {
+				j.AddWrite(e.key, e.writes[i], false)
+			}
+			if e.lock != nil {
+				j.PutLock(e.lock)
+			}
+		}
+		last = e.key
+		n++
+		return true
+	}
+	if first {
+		s.tree.Ascend(visit)
+	} else {
+		s.tree.AscendGreaterOrEqual(&entry{key: after}, visit)
+	}
+	for _, e := range empty {
+		s.remove(e)
+	}
+	return last, n, done
+}
+
+// NumKeys is the number of keys the store holds (versions, locks or
+// rollback records).
+func (s *Store) NumKeys() int { return s.tree.Len() }
 
 // LatestValue returns the newest committed value of key, ignoring locks
 // (nil when absent or deleted). The CDC feed uses it as the old value of a
