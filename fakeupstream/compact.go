@@ -95,8 +95,8 @@ func (c *Cluster) Compact() (CompactStats, error) {
 		c.mu.Lock()
 		enc.B = enc.B[:0]
 		last, n, done := c.store.SnapshotChunk(after, first, c.chunkKeys(), &enc)
+		cp.AddChunk(last, n, enc.B, done)
 		if n > 0 {
-			cp.AddChunk(last, enc.B)
 			after = append(after[:0], last...)
 		}
 		c.mu.Unlock()

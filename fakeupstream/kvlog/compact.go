@@ -121,10 +121,13 @@ type Compaction struct {
 
 	// Under l.mu: records not yet written to the new file, and the last
 	// key copied (keys up to it are teed).
-	buf    []byte
-	any    bool
-	last   []byte
-	failed bool
+	buf  []byte
+	any  bool
+	last []byte
+	// all: the copy reached the end of the key space, so every key's
+	// changes are teed from now on (a key created after the last chunk
+	// sorts after it but has nowhere else to go).
+	all bool
 
 	// fmu orders the file operations (Write, Finish, discard).
 	fmu  sync.Mutex
@@ -181,20 +184,25 @@ func (l *Log) BeginCompaction() (*Compaction, error) {
 // copied: key's chunk is in the new file, so its later changes are teed.
 // Called under l.mu.
 func (c *Compaction) copied(key []byte) bool {
-	return c.any && bytes.Compare(key, c.last) <= 0
+	return c.all || (c.any && bytes.Compare(key, c.last) <= 0)
 }
 
 // AddChunk appends the records of the store's keys up to last (encoded
-// with an Encoder, in key order after the previous chunk's last key).
-// Call it under the lock that orders the store's changes, in the same
-// hold as the copy, so no change of those keys falls between.
-func (c *Compaction) AddChunk(last []byte, records []byte) {
+// with an Encoder, in key order after the previous chunk's last key; n
+// keys, possibly none). done says the copy reached the end of the key
+// space: from then on the changes of every key are teed. Call it under
+// the lock that orders the store's changes, in the same hold as the copy,
+// so no change of those keys falls between.
+func (c *Compaction) AddChunk(last []byte, n int, records []byte, done bool) {
 	l := c.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c.buf = append(c.buf, records...)
-	c.last = append(c.last[:0], last...)
-	c.any = true
+	if n > 0 {
+		c.last = append(c.last[:0], last...)
+		c.any = true
+	}
+	c.all = c.all || done
 }
 
 // Buffered is the size of what is not yet written to the new file.
