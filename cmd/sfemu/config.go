@@ -33,6 +33,9 @@ type runConfig struct {
 	StatusInterval time.Duration `json:"status_interval"`
 	Token          string        `json:"token"`
 	InsecureListen bool          `json:"insecure_listen"`
+	CA             string        `json:"ca"`
+	Cert           string        `json:"cert"`
+	Key            string        `json:"key"`
 	Fresh          bool          `json:"fresh"`
 	MySQL          string        `json:"mysql"`
 	InProcess      bool          `json:"in_process"`
@@ -112,6 +115,9 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("status-interval", func() { merged.StatusInterval = cfg.StatusInterval })
 	set("token", func() { merged.Token = cfg.Token })
 	set("insecure-listen", func() { merged.InsecureListen = cfg.InsecureListen })
+	set("ca", func() { merged.CA = cfg.CA })
+	set("cert", func() { merged.Cert = cfg.Cert })
+	set("key", func() { merged.Key = cfg.Key })
 	set("fresh", func() { merged.Fresh = cfg.Fresh })
 	set("mysql", func() { merged.MySQL = cfg.MySQL })
 	set("in-process", func() { merged.InProcess = cfg.InProcess })

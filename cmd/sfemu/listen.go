@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/searchfabric/sfemu/emulator/httpapi"
+	"github.com/searchfabric/sfemu/upstream/pd"
 )
 
 // checkListen refuses to bind the HTTP or gRPC API to a non-loopback
@@ -26,6 +28,29 @@ func checkListen(cfg runConfig) error {
 		if !httpapi.IsLoopback(addr) {
 			return fmt.Errorf("%s %s is not a loopback address and there is no --token: anyone who can reach it could call the admin endpoints (/admin/restart-adapter, /admin/check, /upstream/sql) and the APIs; set --token (required for a non-loopback listen address), or pass --insecure-listen to bind it without one", l.flag, addr)
 		}
+	}
+	return nil
+}
+
+// security is the TLS configuration of the connection to a real cluster
+// (--ca, --cert, --key; SR22).
+func (c runConfig) security() pd.Security {
+	return pd.Security{CAPath: c.CA, CertPath: c.Cert, KeyPath: c.Key}
+}
+
+// checkSecurity refuses TLS flags outside the real-cluster mode (the
+// embedded cluster's servers are on loopback and plaintext) and checks
+// the files before anything starts: a missing or bad one is named (SR22).
+func checkSecurity(cfg runConfig) error {
+	sec := cfg.security()
+	if !sec.Enabled() {
+		return nil
+	}
+	if cfg.PD == "" {
+		return errors.New("--ca, --cert and --key secure the connection to a real cluster: they need --pd")
+	}
+	if _, err := sec.TLSConfig(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, ca, cert, key, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
@@ -99,6 +99,9 @@ errors) go to <data-dir>/client.log.`,
 	f.IntVar(&cfg.DDLEvery, "ddl-every", cfg.DDLEvery, "embedded mode: one demo DDL every N transactions (0 = none)")
 	f.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "time between status lines")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none; required when --http or --grpc is not a loopback address)")
+	f.StringVar(&cfg.CA, "ca", cfg.CA, "real-cluster mode: CA certificate (PEM) for TLS to PD and TiKV, as TiCDC's --ca")
+	f.StringVar(&cfg.Cert, "cert", cfg.Cert, "real-cluster mode: client certificate (PEM) for TLS to PD and TiKV (with --key)")
+	f.StringVar(&cfg.Key, "key", cfg.Key, "real-cluster mode: client private key (PEM) for TLS to PD and TiKV (with --cert)")
 	f.BoolVar(&cfg.InsecureListen, "insecure-listen", cfg.InsecureListen, "allow --http/--grpc on a non-loopback address without --token (anyone who can reach the port can call the admin endpoints)")
 	f.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go profiles on the HTTP listener under /debug/pprof/: auto (only when it is bound to loopback), on, off")
 	f.StringVar(&cfg.MemoryQuota, "memory-quota", cfg.MemoryQuota, "memory the adapter may hold for rows not yet applied (all partitions together), e.g. 512MiB; past it, transactions spill to <data-dir>/spill")
@@ -135,6 +138,9 @@ func runMain(ctx context.Context, cfg runConfig, out io.Writer) error {
 		cfg.StatusInterval = 5 * time.Second
 	}
 	if err := checkListen(cfg); err != nil {
+		return err
+	}
+	if err := checkSecurity(cfg); err != nil {
 		return err
 	}
 	if _, _, err := cfg.quotas(); err != nil {
@@ -248,7 +254,7 @@ func runReal(ctx context.Context, cfg runConfig, out io.Writer) error {
 		timeout = adapter.DefaultConnectTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	up, err := adapter.ConnectUpstream(cctx, strings.Split(cfg.PD, ","))
+	up, err := adapter.ConnectUpstreamSecure(cctx, strings.Split(cfg.PD, ","), cfg.security())
 	cancel()
 	if err != nil {
 		return fmt.Errorf("--pd %s: %w", cfg.PD, err)
