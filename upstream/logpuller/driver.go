@@ -77,6 +77,9 @@ type DriverConfig struct {
 	NoBackoff bool
 	// MatcherQuota per span (0: DefaultMatcherQuota).
 	MatcherQuota int
+	// Matcher is every span's shared memory quota and prewrite spill
+	// store (LP13-LP16).
+	Matcher MatcherMemory
 	// DisableV2 opens every stream as v1 EventFeed.
 	DisableV2 bool
 	// WholeRegions subscribes a region over all of its part of the span at
@@ -208,7 +211,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 // driver's goroutine (Adopt). It is safe to call from any goroutine,
 // including a consumer called by the driver.
 func (d *Driver) Subscribe(ctx context.Context, subID uint64, span kvevent.Span, startTs uint64, c kvevent.Consumer) error {
-	p, err := NewSpanPuller(Config{Span: span, StartTs: startTs, Consumer: c, MatcherQuota: d.cfg.MatcherQuota})
+	p, err := NewSpanPuller(Config{Span: span, StartTs: startTs, Consumer: c, MatcherQuota: d.cfg.MatcherQuota, Matcher: d.cfg.Matcher})
 	if err != nil {
 		return fmt.Errorf("%s: subscribe %d: %w", d.cfg.Name, subID, err)
 	}
@@ -278,6 +281,11 @@ func (d *Driver) CloseStreams() {
 	for _, st := range d.streams {
 		d.closeStream(st)
 	}
+	// What the matchers hold goes back to the shared quotas, which
+	// outlive this source (LP16).
+	for _, sub := range d.all {
+		sub.puller.Release()
+	}
 }
 
 // DropCancelled ends subscriptions whose context is done (T9): on V2
@@ -291,6 +299,7 @@ func (d *Driver) DropCancelled() {
 			continue
 		}
 		delete(d.subs, sub.reqID)
+		sub.puller.Release()
 		deregistered := map[*Stream]bool{}
 		for id, lr := range sub.regions {
 			delete(lr.st.regions, resolveKey{sub, id})

@@ -91,6 +91,7 @@ func NewGRPCSource(cfg TransportConfig) (*GRPCSource, error) {
 		RegionRetryInterval:   cfg.RegionRetryInterval,
 		BusyBackoff:           cfg.BusyBackoff,
 		MatcherQuota:          cfg.MatcherQuota,
+		Matcher:               cfg.Matcher,
 		DisableV2:             cfg.DisableV2,
 	})
 	if err != nil {

@@ -19,11 +19,23 @@ type cachedPrewrite struct {
 
 // matcher pairs PREWRITE and COMMIT rows of one region subscription. It is
 // reset on every re-subscription (a new regionState gets a new matcher).
+// Prewrites live in memory (unmatched) or, past the memory quota, in runs
+// (LP13-LP16); a key's copies are resolved by lookup.
 type matcher struct {
 	unmatched       map[matchKey]cachedPrewrite
 	cachedCommits   []*cdcpb.Event_Row
 	cachedRollbacks []*cdcpb.Event_Row
-	bytes           int // payload bytes held, charged against the span quota
+	bytes           int // payload bytes held in memory, charged against the quotas
+
+	runs []*spilledRun // finished runs, oldest first
+	tail *runBuilder   // the open run prewrites go to when memory is full
+	hits []runHit      // scratch of lookup
+}
+
+type runHit struct {
+	run *spilledRun
+	n   int
+	rec *PrewriteRecord
 }
 
 func newMatcher() *matcher {
@@ -32,19 +44,32 @@ func newMatcher() *matcher {
 
 func rowCost(r *cdcpb.Event_Row) int { return len(r.Key) + len(r.Value) + len(r.OldValue) + 64 }
 
-// putPrewrite caches a PREWRITE. A "fake" prewrite with an empty value (txn
-// heartbeat, pessimistic lock refresh) never overwrites a real one. It
-// returns the change in held bytes.
-func (m *matcher) putPrewrite(r *cdcpb.Event_Row) int {
-	// Looked up without converting the key (no allocation); the map key of
-	// a new entry shares the copied bytes.
+func entryCost(k matchKey, p cachedPrewrite) int {
+	return len(k.key) + len(p.value) + len(p.oldValue) + 64
+}
+
+// prewriteDelta is the change in held bytes putPrewrite would make; ignore
+// is set for a "fake" prewrite with an empty value (txn heartbeat,
+// pessimistic lock refresh) over a held one, which changes nothing.
+func (m *matcher) prewriteDelta(r *cdcpb.Event_Row) (delta int, ignore bool) {
+	// Looked up without converting the key (no allocation).
 	old, exists := m.unmatched[matchKey{startTs: r.StartTs, key: string(r.Key)}]
 	if exists && len(r.Value) == 0 {
-		return 0
+		return 0, true
 	}
-	delta := rowCost(r)
+	delta = rowCost(r)
 	if exists {
 		delta -= len(r.Key) + len(old.value) + len(old.oldValue) + 64
+	}
+	return delta, false
+}
+
+// putPrewrite caches a PREWRITE in memory (the caller checked
+// prewriteDelta and admitted it). It returns the change in held bytes.
+func (m *matcher) putPrewrite(r *cdcpb.Event_Row) int {
+	delta, ignore := m.prewriteDelta(r)
+	if ignore {
+		return 0
 	}
 	key, p := copyPrewrite(r)
 	m.unmatched[matchKey{startTs: r.StartTs, key: key}] = p
@@ -73,36 +98,68 @@ func copyPrewrite(r *cdcpb.Event_Row) (string, cachedPrewrite) {
 	return key, p
 }
 
-// matchCommit fills a COMMIT row's value and old value from its PREWRITE.
-// Before INITIALIZED, a cached prewrite with an empty value does not match
-// (the incremental scan will deliver the row as COMMITTED). It returns
-// whether it matched and the change in held bytes.
-func (m *matcher) matchCommit(r *cdcpb.Event_Row, initialized bool) (bool, int) {
-	k := matchKey{startTs: r.StartTs, key: string(r.Key)}
-	p, ok := m.unmatched[k]
-	if !ok {
-		return false, 0
+// copyRecord copies a spilled record's value and old value out of the
+// block they were read into (one allocation; nil stays nil), so a
+// delivered row does not keep the block alive.
+func copyRecord(rec *PrewriteRecord) cachedPrewrite {
+	nv := len(rec.Value)
+	buf := make([]byte, 0, nv+len(rec.OldValue))
+	buf = append(append(buf, rec.Value...), rec.OldValue...)
+	var p cachedPrewrite
+	if rec.Value != nil {
+		p.value = buf[:nv:nv]
 	}
-	if !initialized && len(p.value) == 0 {
-		return false, 0
+	if rec.OldValue != nil {
+		p.oldValue = buf[nv:]
 	}
-	delete(m.unmatched, k)
-	freed := len(k.key) + len(p.value) + len(p.oldValue) + 64
-	m.bytes -= freed
-	r.Value = p.value
-	r.OldValue = p.oldValue
-	return true, -freed
+	return p
 }
 
-// rollback forgets a PREWRITE; it returns the change in held bytes.
-func (m *matcher) rollback(r *cdcpb.Event_Row) int {
-	k := matchKey{startTs: r.StartTs, key: string(r.Key)}
-	p, ok := m.unmatched[k]
-	if !ok {
-		return 0
+// lookup resolves k over memory and runs (LP14): the newest copy with a
+// value wins (memory is newer than every run, a later run newer than an
+// earlier one), else the oldest copy (an empty prewrite never replaces
+// one held before it, with or without a value). It fills m.hits with
+// every copy on disk.
+func (m *matcher) lookup(k matchKey) (p cachedPrewrite, found bool, err error) {
+	m.hits = m.hits[:0]
+	mem, inMem := m.unmatched[k]
+	if inMem && len(mem.value) > 0 && len(m.runs) == 0 {
+		return mem, true, nil
 	}
-	delete(m.unmatched, k)
-	freed := len(k.key) + len(p.value) + len(p.oldValue) + 64
-	m.bytes -= freed
-	return -freed
+	if len(m.runs) > 0 {
+		h := keyHash(k)
+		for i := len(m.runs) - 1; i >= 0; i-- {
+			n, rec, err := m.runs[i].find(k, h)
+			if err != nil {
+				return p, false, &runError{run: m.runs[i].r.Name(), err: err}
+			}
+			if rec != nil {
+				m.hits = append(m.hits, runHit{run: m.runs[i], n: n, rec: rec})
+			}
+		}
+	}
+	switch {
+	case inMem && len(mem.value) > 0:
+		return mem, true, nil
+	case !inMem && len(m.hits) == 0:
+		return p, false, nil
+	}
+	for _, h := range m.hits { // newest first
+		if len(h.rec.Value) > 0 {
+			return copyRecord(h.rec), true, nil
+		}
+	}
+	if len(m.hits) > 0 {
+		return copyRecord(m.hits[len(m.hits)-1].rec), true, nil
+	}
+	return mem, true, nil
 }
+
+// runError names the run a read failed on.
+type runError struct {
+	run string
+	err error
+}
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }

@@ -27,19 +27,25 @@ type Config struct {
 	// DefaultMatcherQuota. Exceeding it fails the region that pushed it over
 	// (RetryMatcherQuota) instead of growing without bound.
 	MatcherQuota int
+	// Matcher adds the shared memory quota and the spill store
+	// (LP13-LP16); its zero value keeps LP11 alone.
+	Matcher MatcherMemory
 }
 
 // Stats counts what the core dropped and why (exported for metrics/tests).
 type Stats struct {
-	Rows            uint64 // rows delivered to the consumer
-	StaleEvents     uint64 // events of a replaced or unknown subscription
-	StaleCommits    uint64 // COMMIT rows at or below the region checkpoint
-	OutOfSpan       uint64 // rows outside the subscribed span
-	Duplicates      uint64 // re-delivered rows suppressed
-	BelowResolved   uint64 // rows at or below the span's emitted resolved ts
-	DroppedCommits  uint64 // cached commits still unmatched at INITIALIZED
-	RegionFailures  uint64
-	ResolvedIgnored uint64 // resolved ts before INITIALIZED or not increasing
+	Rows             uint64 // rows delivered to the consumer
+	StaleEvents      uint64 // events of a replaced or unknown subscription
+	StaleCommits     uint64 // COMMIT rows at or below the region checkpoint
+	OutOfSpan        uint64 // rows outside the subscribed span
+	Duplicates       uint64 // re-delivered rows suppressed
+	BelowResolved    uint64 // rows at or below the span's emitted resolved ts
+	DroppedCommits   uint64 // cached commits still unmatched at INITIALIZED
+	RegionFailures   uint64
+	ResolvedIgnored  uint64 // resolved ts before INITIALIZED or not increasing
+	SpillRuns        uint64 // runs of prewrites written (LP14)
+	SpilledPrewrites uint64 // prewrites written to runs
+	MatchedFromDisk  uint64 // COMMITs and ROLLBACKs resolved against a run
 }
 
 type regionState struct {
@@ -64,9 +70,14 @@ type SpanPuller struct {
 	emittedTs uint64
 	delivered *deliveredSet
 	heldBytes int
-	batch     []kvevent.RawKVEntry
-	stats     Stats
-	stuck     stuckState
+	mm        MatcherMemory
+	// spilledBytes is charged against mm.Disk by this span's runs.
+	spilledBytes int64
+	// spillErr is a spill failure: sticky, every later event returns it.
+	spillErr *FatalError
+	batch    []kvevent.RawKVEntry
+	stats    Stats
+	stuck    stuckState
 }
 
 // NewSpanPuller creates the core for one span. The span keys must be
@@ -82,6 +93,7 @@ func NewSpanPuller(cfg Config) (*SpanPuller, error) {
 	p := &SpanPuller{
 		cfg:       cfg,
 		quota:     cfg.MatcherQuota,
+		mm:        cfg.Matcher,
 		regions:   make(map[uint64]*regionState),
 		front:     newFrontier(cfg.Span, cfg.StartTs),
 		emittedTs: cfg.StartTs,
@@ -117,8 +129,12 @@ func (p *SpanPuller) Holes() []Hole { return p.front.holes() }
 // RegionCount is the number of live region subscriptions.
 func (p *SpanPuller) RegionCount() int { return len(p.regions) }
 
-// MatcherBytes is the payload held by unmatched prewrites.
+// MatcherBytes is the payload held in memory by unmatched prewrites.
 func (p *SpanPuller) MatcherBytes() int { return p.heldBytes }
+
+// MatcherSpilledBytes is what the span's prewrite runs are charged on
+// the spill quota.
+func (p *SpanPuller) MatcherSpilledBytes() int64 { return p.spilledBytes }
 
 // AddRegion records a region subscription for sub (comparable, inside the
 // span and inside one unlocked hole) under requestID and returns the
@@ -216,7 +232,7 @@ func (p *SpanPuller) FailRegion(regionID uint64, reason RetryReason, cause *cdcp
 		checkMatcher(regionID, st.m)
 	}
 	delete(p.regions, regionID)
-	p.heldBytes -= st.m.bytes
+	p.dropMatcher(st)
 	span, ts, _ := p.front.unlock(regionID)
 	p.stats.RegionFailures++
 	return &RegionRetry{RegionID: regionID, Span: cloneSpan(span), Ts: ts, Reason: reason, Err: cause}
@@ -226,6 +242,9 @@ func (p *SpanPuller) FailRegion(regionID uint64, reason RetryReason, cause *cdcp
 // when the event ended the region's subscription, and an error (a
 // *FatalError) when the feed must stop.
 func (p *SpanPuller) HandleEvent(ev *cdcpb.Event) (*RegionRetry, error) {
+	if p.spillErr != nil {
+		return nil, p.spillErr
+	}
 	st := p.regions[ev.RegionId]
 	if st == nil || (ev.RequestId != 0 && ev.RequestId != st.requestID) {
 		// A leftover of a replaced subscription: TiKV may still be
@@ -339,21 +358,23 @@ func (p *SpanPuller) handleRows(st *regionState, rows []*cdcpb.Event_Row) (*Regi
 				return nil, err
 			}
 		case cdcpb.Event_PREWRITE:
-			p.heldBytes += st.m.putPrewrite(r)
-			if p.heldBytes > p.quota {
-				return p.FailRegion(st.regionID, RetryMatcherQuota, nil), nil
+			if retry, err := p.holdPrewrite(st, r); retry != nil || err != nil {
+				return retry, err
 			}
 		case cdcpb.Event_COMMIT:
 			if r.CommitTs <= st.checkpointTs {
 				// Already part of the data below the checkpoint; still
 				// match so the cache is cleaned.
-				_, d := st.m.matchCommit(r, true)
-				p.heldBytes += d
+				if _, err := p.matchCommit(st, r, true); err != nil {
+					return nil, err
+				}
 				p.stats.StaleCommits++
 				continue
 			}
-			matched, d := st.m.matchCommit(r, st.initialized)
-			p.heldBytes += d
+			matched, err := p.matchCommit(st, r, st.initialized)
+			if err != nil {
+				return nil, err
+			}
 			if !matched {
 				if st.initialized {
 					return nil, &FatalError{RegionID: st.regionID, Reason: fmt.Sprintf(
@@ -367,7 +388,9 @@ func (p *SpanPuller) handleRows(st *regionState, rows []*cdcpb.Event_Row) (*Regi
 			}
 		case cdcpb.Event_ROLLBACK:
 			if st.initialized {
-				p.heldBytes += st.m.rollback(r)
+				if _, _, err := p.take(st, matchKey{startTs: r.StartTs, key: bytesView(r.Key)}, true); err != nil {
+					return nil, err
+				}
 			} else {
 				st.m.cachedRollbacks = append(st.m.cachedRollbacks, cloneRow(r))
 			}
@@ -384,8 +407,10 @@ func (p *SpanPuller) initialize(st *regionState) error {
 	}
 	st.initialized = true
 	for _, c := range st.m.cachedCommits {
-		matched, d := st.m.matchCommit(c, true)
-		p.heldBytes += d
+		matched, err := p.matchCommit(st, c, true)
+		if err != nil {
+			return err
+		}
 		if !matched {
 			// The incremental scan already delivered it as COMMITTED.
 			p.stats.DroppedCommits++
@@ -396,7 +421,9 @@ func (p *SpanPuller) initialize(st *regionState) error {
 		}
 	}
 	for _, r := range st.m.cachedRollbacks {
-		p.heldBytes += st.m.rollback(r)
+		if _, _, err := p.take(st, matchKey{startTs: r.StartTs, key: bytesView(r.Key)}, true); err != nil {
+			return err
+		}
 	}
 	st.m.cachedCommits, st.m.cachedRollbacks = nil, nil
 	return nil
@@ -467,4 +494,17 @@ func cloneRow(r *cdcpb.Event_Row) *cdcpb.Event_Row {
 	c.Value = cloneBytes(r.Value)
 	c.OldValue = cloneBytes(r.OldValue)
 	return &c
+}
+
+// matchCommit fills a COMMIT row's value and old value from its PREWRITE,
+// in memory or spilled (LP1, LP14). Before INITIALIZED, a cached prewrite
+// with an empty value does not match (the incremental scan will deliver
+// the row as COMMITTED).
+func (p *SpanPuller) matchCommit(st *regionState, r *cdcpb.Event_Row, initialized bool) (bool, error) {
+	e, ok, err := p.take(st, matchKey{startTs: r.StartTs, key: bytesView(r.Key)}, initialized)
+	if err != nil || !ok {
+		return false, err
+	}
+	r.Value, r.OldValue = e.value, e.oldValue
+	return true, nil
 }

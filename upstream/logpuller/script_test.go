@@ -13,6 +13,7 @@ import (
 	"github.com/pingcap/kvproto/pkg/cdcpb"
 	"github.com/pingcap/kvproto/pkg/errorpb"
 
+	"github.com/searchfabric/sfemu/memquota"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 )
@@ -24,7 +25,16 @@ import (
 //
 // Commands:
 //
-//	new start-ts=10 [quota=N]       a fresh core
+//	new start-ts=10 [quota=N] [memory=N] [disk=N] [spill]
+//	                                a fresh core; memory: a shared memory
+//	                                quota of N bytes, disk: a spill quota,
+//	                                spill: an in-memory prewrite store
+//	spill                           runs, spilled prewrites, quotas, live runs
+//	store fail-append=N | damaged   make the store's N-th Append fail, or
+//	                                every read report a damaged record
+//	charge n=N                      another user of the memory quota takes
+//	                                (N < 0: gives back) N bytes
+//	release                         Release (the subscription ended)
 //	add region=1 req=100 [from=H] [to=H]
 //	                                AddRegion over [H, H) (default: the span's
 //	                                bounds); prints the checkpoint or the refusal
@@ -59,7 +69,24 @@ func TestCoreScripts(t *testing.T) {
 				quota := 0
 				d.MaybeScanArgs(t, "quota", &quota)
 				h = &scriptHarness{reqs: map[uint64]uint64{}}
-				p, err := NewSpanPuller(Config{Span: tableSpan(1), StartTs: startTs, Consumer: &h.out, MatcherQuota: quota})
+				var mm MatcherMemory
+				if d.HasArg("memory") {
+					var n int64
+					d.ScanArgs(t, "memory", &n)
+					mm.Memory = mustQuota(t, "memory-quota", n)
+				}
+				if d.HasArg("disk") {
+					var n int64
+					d.ScanArgs(t, "disk", &n)
+					mm.Disk = mustQuota(t, "spill-quota", n)
+					mm.Hint = "raise --spill-quota"
+				}
+				if d.HasArg("spill") {
+					h.store = newMemPrewriteStore()
+					mm.Store = h.store
+				}
+				h.mm = mm
+				p, err := NewSpanPuller(Config{Span: tableSpan(1), StartTs: startTs, Consumer: &h.out, MatcherQuota: quota, Matcher: mm})
 				if err != nil {
 					d.Fatalf(t, "%v", err)
 				}
@@ -140,6 +167,32 @@ func TestCoreScripts(t *testing.T) {
 				return fmt.Sprintf("rows=%d duplicates=%d below-resolved=%d out-of-span=%d stale-events=%d stale-commits=%d dropped-commits=%d resolved-ignored=%d region-failures=%d\nregions=%d held-bytes=%d resolved=%d",
 					s.Rows, s.Duplicates, s.BelowResolved, s.OutOfSpan, s.StaleEvents, s.StaleCommits, s.DroppedCommits, s.ResolvedIgnored, s.RegionFailures,
 					h.p.RegionCount(), h.p.MatcherBytes(), h.p.ResolvedTs())
+			case "spill":
+				s := h.p.Stats()
+				files := 0
+				if h.store != nil {
+					files = h.store.files()
+				}
+				return fmt.Sprintf("runs-written=%d spilled-prewrites=%d matched-from-disk=%d live-runs=%d\nheld-bytes=%d memory-used=%d spilled-bytes=%d disk-used=%d",
+					s.SpillRuns, s.SpilledPrewrites, s.MatchedFromDisk, files, h.p.MatcherBytes(), h.mm.Memory.Used(), h.p.MatcherSpilledBytes(), h.mm.Disk.Used())
+			case "store":
+				if h.store == nil {
+					d.Fatalf(t, "store without spill")
+				}
+				d.MaybeScanArgs(t, "fail-append", &h.store.failAppend)
+				h.store.damaged = d.HasArg("damaged")
+				return "ok"
+			case "charge":
+				var n int64
+				d.ScanArgs(t, "n", &n)
+				if n >= 0 {
+					return fmt.Sprintf("acquired %t", h.mm.Memory.TryAcquire(n))
+				}
+				h.mm.Memory.Release(-n)
+				return "ok"
+			case "release":
+				h.p.Release()
+				return h.flush(nil, nil)
 			default:
 				d.Fatalf(t, "unknown command %q", d.Cmd)
 				return ""
@@ -149,9 +202,11 @@ func TestCoreScripts(t *testing.T) {
 }
 
 type scriptHarness struct {
-	p    *SpanPuller
-	out  scriptConsumer
-	reqs map[uint64]uint64 // region -> request id of its last add
+	p     *SpanPuller
+	mm    MatcherMemory
+	store *memPrewriteStore
+	out   scriptConsumer
+	reqs  map[uint64]uint64 // region -> request id of its last add
 }
 
 // scriptConsumer logs what the core delivers, copying the bytes (the core
@@ -341,4 +396,12 @@ func spanString(s kvevent.Span) string {
 		return keyString(raw)
 	}
 	return fmt.Sprintf("[%s, %s)", bound(s.StartKey, full.StartKey, "start"), bound(s.EndKey, full.EndKey, "end"))
+}
+
+func mustQuota(t testing.TB, name string, n int64) *memquota.Quota {
+	q, err := memquota.New(name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

@@ -98,6 +98,9 @@ type TransportConfig struct {
 	ResolveLockInterval time.Duration
 	// MatcherQuota per span (0: DefaultMatcherQuota).
 	MatcherQuota int
+	// Matcher is the shared memory quota and prewrite spill store of
+	// every span's matcher (LP13-LP16).
+	Matcher MatcherMemory
 	// DisableV2 forces the v1 EventFeed (tests; TiKV before 7.x is
 	// detected automatically).
 	DisableV2 bool
