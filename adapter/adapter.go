@@ -10,6 +10,7 @@ import (
 	"github.com/searchfabric/sfemu/emulator"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
+	"github.com/searchfabric/sfemu/spill"
 	"github.com/searchfabric/sfemu/upstream/pd"
 )
 
@@ -27,6 +28,9 @@ type Adapter struct {
 	feed   *storeFeed
 	gcHold *pd.Hold
 	live   *liveSet
+	// spillDir is the spill directory (nil without a data dir): the log
+	// puller's prewrite runs are counted there.
+	spillDir *spill.Dir
 
 	closeOnce sync.Once
 	closeErr  error
@@ -102,7 +106,7 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	}
 	live := newLiveSet(callbacks(rp.bridge, cfg.Tap, hold), rp.bridge, up, cfg.Filter, cfg.Log, tables)
 	rt, err := startRuntime(ctx, up, feed.store,
-		runtimeConfig{StartTs: startTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime},
+		runtimeConfig{StartTs: startTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime, Matcher: cfg.matcherMemory()},
 		live)
 	if err != nil {
 		_ = feed.stop()
@@ -110,7 +114,7 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	}
 	live.attach(rt)
 
-	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold, live: live}
+	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold, live: live, spillDir: cfg.Bridge.Spill.Dir}
 	if hold != nil {
 		a.GC = hold.SafePoint()
 	}
@@ -145,4 +149,13 @@ func (a *Adapter) Close() error {
 		a.closeErr = err
 	})
 	return a.closeErr
+}
+
+// MatcherSpill is the log puller's prewrite spill (specs/logpuller.md
+// LP14): run files on disk now and runs written since the start.
+func (a *Adapter) MatcherSpill() (files int64, runs uint64) {
+	if a.spillDir == nil {
+		return 0, 0
+	}
+	return a.spillDir.PrewriteFiles(), a.spillDir.PrewriteRuns()
 }

@@ -187,6 +187,10 @@ func TestRS_BigTransactionSpillsThroughThePipeline(t *testing.T) {
 	if r.spillRuns() == 0 {
 		t.Fatal("the transaction did not spill")
 	}
+	// LP14: the prewrites held for its commit spilled too.
+	if _, runs := r.a.MatcherSpill(); runs == 0 {
+		t.Fatal("the matcher did not spill the transaction's prewrites")
+	}
 	ents, err := os.ReadDir(SpillDir(r.dir))
 	if err != nil {
 		t.Fatal(err)

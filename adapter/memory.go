@@ -7,6 +7,7 @@ import (
 
 	"github.com/searchfabric/sfemu/memquota"
 	"github.com/searchfabric/sfemu/spill"
+	"github.com/searchfabric/sfemu/upstream/logpuller"
 )
 
 // DefaultMemoryQuota is the adapter's memory quota when none is set (RS1).
@@ -48,6 +49,17 @@ func NewMemory(memoryQuota, spillQuota int64, dataDir string) (Memory, error) {
 		return Memory{}, err
 	}
 	return Memory{Quota: mem, Spill: disk, Hint: "raise --spill-quota or free disk space (or raise --memory-quota)"}, nil
+}
+
+// matcherMemory bounds the log puller's matchers by the same quotas as
+// the reorder buffers; their prewrites spill to the same directory
+// (specs/logpuller.md LP13-LP16). Call after prepareMemory.
+func (c *Config) matcherMemory() logpuller.MatcherMemory {
+	mm := logpuller.MatcherMemory{Memory: c.Memory.Quota, Disk: c.Memory.Spill, Hint: c.Memory.Hint}
+	if c.Bridge.Spill.Dir != nil {
+		mm.Store = spill.NewPrewriteStore(c.Bridge.Spill.Dir)
+	}
+	return mm
 }
 
 // SpillDir is where an adapter over dataDir spills (RS7).

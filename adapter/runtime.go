@@ -9,6 +9,7 @@ import (
 
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
+	"github.com/searchfabric/sfemu/upstream/logpuller"
 	"github.com/searchfabric/sfemu/upstream/mounter"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
@@ -26,12 +27,15 @@ type runtimeConfig struct {
 	Poll time.Duration
 	// Options tunes the runtime.
 	Options minicdc.Options
+	// Matcher bounds the tables' log puller matchers by the adapter's
+	// memory quota (LP13-LP16).
+	Matcher logpuller.MatcherMemory
 }
 
 // startRuntime starts the runtime delivering to cb. From here on the
 // runtime owns store: a failure to create the tables' source closes it.
 func startRuntime(ctx context.Context, up *Upstream, store *schemastore.Store, cfg runtimeConfig, cb minicdc.Callback) (*minicdc.Runtime, error) {
-	src, err := up.NewSource(cfg.Poll)
+	src, err := up.newSource(cfg.Poll, cfg.Matcher)
 	if err != nil {
 		_ = store.Close()
 		return nil, err

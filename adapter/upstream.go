@@ -105,15 +105,23 @@ func (u *Upstream) CurrentTs(ctx context.Context) (uint64, error) { return u.Clo
 // NewSource returns a new KV source: the EventFeed log puller over gRPC,
 // or the embedded cluster's in-process source (poll is its pump interval).
 func (u *Upstream) NewSource(poll time.Duration) (kvevent.Source, error) {
+	return u.newSource(poll, logpuller.MatcherMemory{})
+}
+
+// newSource is NewSource whose matchers charge the adapter's memory quota
+// and spill past it (specs/logpuller.md LP13-LP16).
+func (u *Upstream) newSource(poll time.Duration, mm logpuller.MatcherMemory) (kvevent.Source, error) {
 	if u.PD != nil {
-		src, err := u.PD.NewSource(u.Transport)
+		tc := u.Transport
+		tc.Matcher = mm
+		src, err := u.PD.NewSource(tc)
 		if err != nil {
 			return nil, err
 		}
 		u.sources.add(src)
 		return src, nil
 	}
-	return u.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: poll}), nil
+	return u.Cluster.NewSource(fakeupstream.SourceConfig{PollInterval: poll, Matcher: mm}), nil
 }
 
 // Close closes the PD client side, then the gRPC servers, then the

@@ -46,6 +46,9 @@ type Source struct {
 type SourceConfig struct {
 	// PollInterval is Run's pause between pumps (default 5ms).
 	PollInterval time.Duration
+	// Matcher is the memory quota and prewrite spill store of the
+	// driver's matchers (specs/logpuller.md LP13-LP16).
+	Matcher logpuller.MatcherMemory
 }
 
 // NewSource returns a Source reading from c.
@@ -64,6 +67,7 @@ func (c *Cluster) NewSource(cfg SourceConfig) *Source {
 		Now:       func() time.Time { return time.UnixMilli(c.NowMs()) },
 		// The topology is never stale (see DriverConfig.WholeRegions).
 		WholeRegions: true,
+		Matcher:      cfg.Matcher,
 	})
 	if err != nil {
 		panic(err) // both seams are set above: unreachable

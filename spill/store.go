@@ -35,6 +35,10 @@ type Dir struct {
 	seq  atomic.Uint64
 	// files counts run files on disk (metrics: spill files).
 	files atomic.Int64
+	// prewriteFiles counts the log puller's prewrite run files among
+	// them, prewriteRuns every one ever created.
+	prewriteFiles atomic.Int64
+	prewriteRuns  atomic.Uint64
 	// newWriter wraps a run file's writer (tests inject failures).
 	newWriter func(f *os.File) io.Writer
 }
@@ -81,6 +85,13 @@ func (d *Dir) Path() string { return d.path }
 
 // Files is the number of run files on disk now.
 func (d *Dir) Files() int64 { return d.files.Load() }
+
+// PrewriteFiles is the number of the log puller's prewrite run files on
+// disk now (included in Files).
+func (d *Dir) PrewriteFiles() int64 { return d.prewriteFiles.Load() }
+
+// PrewriteRuns is the number of prewrite runs created so far.
+func (d *Dir) PrewriteRuns() uint64 { return d.prewriteRuns.Load() }
 
 // Store is a reorder.RunStore[T] of run files in a Dir.
 type Store[T any] struct {

@@ -105,6 +105,8 @@ func collectMemory(gauge func(d *prometheus.Desc, val float64, labels ...string)
 			gauge(mReorderHeld, float64(ps.HeldBytes), ps.Collection, ps.Partition)
 			gauge(mReorderSpilld, float64(ps.SpilledBytes), ps.Collection, ps.Partition)
 		}
+		mf, _ := cur.MatcherSpill()
+		files += int(mf)
 	}
 	gauge(mSpillFiles, float64(files))
 }
@@ -118,5 +120,7 @@ func memoryWords(a *adapter.Adapter) string {
 		spilled += ps.SpilledBytes
 		files += ps.SpillFiles
 	}
+	mf, _ := a.MatcherSpill()
+	files += int(mf)
 	return fmt.Sprintf(" held=%.1fMiB spilled=%.1fMiB spill_files=%d", float64(held)/(1<<20), float64(spilled)/(1<<20), files)
 }

@@ -16,8 +16,8 @@ import (
 const (
 	// A block ends after blockRecords records or once it holds blockBytes:
 	// one block is read to answer a lookup.
-	blockRecords = 256
-	blockBytes   = 32 << 10
+	blockRecords = 64
+	blockBytes   = 8 << 10
 	// bloomBitsPerKey gives a false-positive rate near 1% with 7 probes.
 	bloomBitsPerKey = 10
 	bloomProbes     = 7

@@ -28,11 +28,24 @@ func (p *SpanPuller) checkEmitted(batch bool) {
 // matchers, and an empty matcher holds nothing (LP11).
 func (p *SpanPuller) checkHeld() {
 	sum := 0
+	var disk int64
 	for id, st := range p.regions {
 		if st.m.bytes < 0 || (len(st.m.unmatched) == 0 && st.m.bytes != 0) {
 			panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher holds %d bytes in %d entries", id, st.m.bytes, len(st.m.unmatched)))
 		}
 		sum += st.m.bytes
+		for _, r := range st.m.runs {
+			if r.live <= 0 || r.live > r.count {
+				panic(fmt.Sprintf("logpuller invariant (LP14) broken: region %d run %s has %d live records of %d", id, r.r.Name(), r.live, r.count))
+			}
+			disk += r.cost
+		}
+		if st.m.tail != nil {
+			disk += st.m.tail.run.cost
+		}
+	}
+	if disk != p.spilledBytes {
+		panic(fmt.Sprintf("logpuller invariant (LP14) broken: span counts %d spilled bytes, its regions' runs %d", p.spilledBytes, disk))
 	}
 	if sum != p.heldBytes {
 		panic(fmt.Sprintf("logpuller invariant (LP11) broken: span counts %d held bytes, its regions' matchers %d", p.heldBytes, sum))
