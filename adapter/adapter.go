@@ -51,6 +51,13 @@ func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config
 	if a, ok, err := startWithSnapshot(ctx, up, emu, cfg); ok {
 		return a, err
 	}
+	if cfg.Filter != nil {
+		refs, err := tablesAtResume(ctx, up, cfg.sink(emu), cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tables = refs
+	}
 	tables, err := resolveTables(ctx, up, cfg.Tables, cfg.StartTs)
 	if err != nil {
 		return nil, err

@@ -159,3 +159,41 @@ func testRenameOut(t *testing.T, wire bool) {
 		t.Fatalf("runtime: %v", rt.Err())
 	}
 }
+
+// TestTF8_RerunResolvesAtResumePoint: a table created (and written) while
+// the adapter was stopped is picked up by the rerun from its creation,
+// every row included: the filter is resolved at the resume point and the
+// CREATE TABLE replayed (LT1).
+func TestTF8_RerunResolvesAtResumePoint(t *testing.T)      { testRerunFilter(t, false) }
+func TestTF8_Wire_RerunResolvesAtResumePoint(t *testing.T) { testRerunFilter(t, true) }
+
+func testRerunFilter(t *testing.T, wire bool) {
+	r := newShopRig(t, wire)
+	var log bytes.Buffer
+	var logMu sync.Mutex
+	a := startFiltered(t, r, "shop.*", &log, &logMu)
+	last := r.exec("INSERT INTO shop.orders VALUES (1, 1.0, 'a', NULL)")
+	if err := verify.WaitSafe(r.ctx, r.emu, []TableRef{{DB: "shop", Table: "orders"}}, last, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// While stopped: a new table with rows.
+	r.exec("CREATE TABLE shop.offline (id BIGINT PRIMARY KEY, v INT)")
+	for i := 1; i <= 5; i++ {
+		r.exec(fmt.Sprintf("INSERT INTO shop.offline VALUES (%d, %d)", i, i))
+	}
+	b := startFiltered(t, r, "shop.*", &log, &logMu) // resolves now, then at the resume point
+	final := r.exec("INSERT INTO shop.offline VALUES (6, 6)")
+	tables := []TableRef{{DB: "shop", Table: "orders"}, {DB: "shop", Table: "offline"}, {DB: "shop", Table: "products"}}
+	if err := verify.WaitSafe(r.ctx, r.emu, tables, final, 30*time.Second); err != nil {
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Fatalf("%v (runtime %v; log:\n%s)", err, b.RT.Err(), log.String())
+	}
+	expectConsistent(t, r.ctx, r.up, r.emu, tables, final)
+	if n := countDocs(t, r.emu, "shop.offline"); n != 6 {
+		t.Fatalf("shop.offline has %d documents, want all 6", n)
+	}
+}
