@@ -33,6 +33,8 @@ type runConfig struct {
 	StatusInterval time.Duration `json:"status_interval"`
 	Token          string        `json:"token"`
 	InsecureListen bool          `json:"insecure_listen"`
+	MySQLUser      string        `json:"mysql_user"`
+	MySQLPassword  string        `json:"mysql_password"`
 	CA             string        `json:"ca"`
 	Cert           string        `json:"cert"`
 	Key            string        `json:"key"`
@@ -115,6 +117,8 @@ func loadConfigFile(path string, cfg *runConfig, flags *pflag.FlagSet) error {
 	set("status-interval", func() { merged.StatusInterval = cfg.StatusInterval })
 	set("token", func() { merged.Token = cfg.Token })
 	set("insecure-listen", func() { merged.InsecureListen = cfg.InsecureListen })
+	set("mysql-user", func() { merged.MySQLUser = cfg.MySQLUser })
+	set("mysql-password", func() { merged.MySQLPassword = cfg.MySQLPassword })
 	set("ca", func() { merged.CA = cfg.CA })
 	set("cert", func() { merged.Cert = cfg.Cert })
 	set("key", func() { merged.Key = cfg.Key })

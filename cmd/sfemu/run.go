@@ -84,7 +84,7 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, ca, cert, key, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, mysql_user, mysql_password, ca, cert, key, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
@@ -99,6 +99,8 @@ errors) go to <data-dir>/client.log.`,
 	f.IntVar(&cfg.DDLEvery, "ddl-every", cfg.DDLEvery, "embedded mode: one demo DDL every N transactions (0 = none)")
 	f.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "time between status lines")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the HTTP and gRPC APIs require (empty = none; required when --http or --grpc is not a loopback address)")
+	f.StringVar(&cfg.MySQLUser, "mysql-user", cfg.MySQLUser, "embedded mode: the MySQL front's user, with --mysql-password (default root)")
+	f.StringVar(&cfg.MySQLPassword, "mysql-password", cfg.MySQLPassword, "embedded mode: the MySQL front requires this password (mysql_native_password); empty = root without a password")
 	f.StringVar(&cfg.CA, "ca", cfg.CA, "real-cluster mode: CA certificate (PEM) for TLS to PD and TiKV, as TiCDC's --ca")
 	f.StringVar(&cfg.Cert, "cert", cfg.Cert, "real-cluster mode: client certificate (PEM) for TLS to PD and TiKV (with --key)")
 	f.StringVar(&cfg.Key, "key", cfg.Key, "real-cluster mode: client private key (PEM) for TLS to PD and TiKV (with --cert)")
@@ -230,7 +232,7 @@ func runEmbedded(ctx context.Context, cfg runConfig, out io.Writer) error {
 	restored := up.Cluster.Restored()
 	s := session{up: up, tables: demoTables, demo: true, gc: datadir.GCConfig(cfg.DataDir), restored: &restored}
 	if mysqlAddr != "" {
-		ms, err := mysqlfront.StartConfig(up.SQL, mysqlfront.Config{Addr: mysqlAddr})
+		ms, err := mysqlfront.StartConfig(up.SQL, mysqlfront.Config{Addr: mysqlAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword})
 		if err != nil {
 			return fmt.Errorf("--mysql %s: %w", mysqlAddr, err)
 		}

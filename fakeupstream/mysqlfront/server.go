@@ -30,6 +30,10 @@ type Config struct {
 	// MaxAllowedPacket bounds one client message (default 64 MiB, TiDB's
 	// max_allowed_packet).
 	MaxAllowedPacket int
+	// User and Password, when Password is set, are the one account the
+	// front accepts (mysql_native_password, MY-P7; User defaults to root).
+	// Without a password only root with an empty password logs in (MY-P5).
+	User, Password string
 }
 
 // Server is a MySQL-protocol front over one sqlfront.Server: every
@@ -89,6 +93,9 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // password, client-side parameter interpolation: the server does not
 // implement prepared statements).
 func (s *Server) DSN(db string) string {
+	if s.cfg.Password != "" {
+		return fmt.Sprintf("%s:%s@tcp(%s)/%s?interpolateParams=true", s.cfg.user(), s.cfg.Password, s.Addr(), db)
+	}
 	return fmt.Sprintf("root@tcp(%s)/%s?interpolateParams=true", s.Addr(), db)
 }
 
@@ -307,12 +314,16 @@ func (c *conn) handshake() error {
 			return err
 		}
 	}
-	if h.user != "root" || len(auth) != 0 {
+	if !c.srv.cfg.authOK(h.user, auth, salt) {
 		using := "NO"
 		if len(auth) != 0 {
 			using = "YES"
 		}
-		c.writeErr(newError(ErAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s); the sfemu front accepts user root with an empty password", cleanString([]byte(h.user)), c.host, using))
+		hint := "; the sfemu front accepts user root with an empty password"
+		if c.srv.cfg.Password != "" {
+			hint = "" // a configured account is not named to strangers
+		}
+		c.writeErr(newError(ErAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)%s", cleanString([]byte(h.user)), c.host, using, hint))
 		_ = c.pio.flush()
 		return fmt.Errorf("access denied for user %q", h.user)
 	}
