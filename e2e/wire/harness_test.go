@@ -99,6 +99,8 @@ type rigOpts struct {
 	transport logpuller.TransportConfig
 	// mutant, when set, is a deliberate bug put into the run (meta-tests).
 	mutant *mutant
+	// memory is the adapter's memory and spill quota (zero: the default).
+	memory adapter.Memory
 }
 
 // rig is one end-to-end run over real gRPC: fake cluster + SQL front ->
@@ -176,7 +178,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		wrap = func(s normalize.Sink) normalize.Sink { return r.mut.wrapSink(r.chk.wrapSink(s)) }
 		tap = r.mut.wrapTap(tap)
 	}
-	a, err := adapter.Start(ctx, up, emu, adapter.Config{DataDir: dir, Tables: allTables, WrapSink: wrap, Tap: tap})
+	a, err := adapter.Start(ctx, up, emu, adapter.Config{DataDir: dir, Tables: allTables, WrapSink: wrap, Tap: tap, Memory: o.memory})
 	if err != nil {
 		t.Fatal(err)
 	}
