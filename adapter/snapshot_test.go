@@ -16,6 +16,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/internal/invariants"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/snapshot"
@@ -29,7 +30,8 @@ import (
 var snapTables = []TableRef{{DB: "shop", Table: "items"}}
 
 // snapRows is the number of rows written before the adapter starts: 20k
-// in make test; SFEMU_SNAPSHOT_ROWS=200000 runs the full size.
+// in make test (5k in its -race -tags invariants pass, which is several
+// times slower); SFEMU_SNAPSHOT_ROWS=200000 runs the full size.
 func snapRows(t testing.TB) int64 {
 	if s := os.Getenv("SFEMU_SNAPSHOT_ROWS"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -37,6 +39,9 @@ func snapRows(t testing.TB) int64 {
 			t.Fatalf("bad SFEMU_SNAPSHOT_ROWS %q (want >= 100)", s)
 		}
 		return n
+	}
+	if invariants.Enabled {
+		return 5000
 	}
 	return 20000
 }

@@ -60,8 +60,10 @@ Real-cluster mode (--pd host:port[,host:port] --tables db.t1,db.t2) connects
 to a TiDB cluster's PD instead: no embedded cluster, no demo workload, no
 /upstream/sql. The tables must exist at the start ts (--start-ts, default
 the stored progress or now); a start ts below the cluster's GC safe point
-is refused. The adapter delivers the changes committed after its start ts
-(no initial load): start at the tables' creation to mirror every row.
+is refused. On a fresh data dir the adapter first reads every table at one
+snapshot ts S (--snapshot=auto, the default: an initial load with progress
+lines; a stop resumes it) and then streams the changes committed after S;
+--snapshot=never (or --start-ts) delivers only changes after the start ts.
 While running, the adapter holds a PD service GC safe point at
 its checkpoint (removed on a clean stop). The data dir is kept across runs
 and resumes from the stored progress; it is bound to the first cluster it
