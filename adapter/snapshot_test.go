@@ -264,6 +264,7 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 			var log bytes.Buffer
 			var chunks int
 			var hookErr error
+			var announce sync.Once
 			tap := &streamTap{t: t}
 			prog := &snapshot.Progress{}
 			cfg := r.config(t, SnapshotConfig{Concurrency: 4, Log: &syncWriter{w: &log}, Progress: prog, AfterChunk: func(snapshot.Task, int) error {
@@ -277,7 +278,7 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 				if wire {
 					// rule: SN12 - GC is held at S − 1 while the snapshot
 					// reads, although TiDB's GC worker wants far ahead.
-					if err := checkHeld(r, prog, n == 1); err != nil {
+					if err := checkHeld(r, prog, &announce); err != nil {
 						r.mu.Lock()
 						hookErr = err
 						r.mu.Unlock()
@@ -300,6 +301,7 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = a.Close() }) // a failed test leaves no runtime behind
 			if hookErr != nil {
 				t.Fatal(hookErr)
 			}
@@ -351,18 +353,20 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 	}
 }
 
-// checkHeld plays TiDB's GC worker (first: announce a target far ahead)
+// checkHeld plays TiDB's GC worker (once: announce a target far ahead)
 // and checks PD's minimum service safe point is the snapshot's hold, S − 1.
-func checkHeld(r *snapRig, prog *snapshot.Progress, first bool) error {
+// Concurrent callers wait for the announcement (sync.Once).
+func checkHeld(r *snapRig, prog *snapshot.Progress, announce *sync.Once) error {
 	pdc := r.up.PD.PD.PD()
-	if first {
-		far, err := r.up.CurrentTs(r.ctx)
-		if err != nil {
-			return err
+	var err error
+	announce.Do(func() {
+		var far uint64
+		if far, err = r.up.CurrentTs(r.ctx); err == nil {
+			_, err = pdc.UpdateServiceGCSafePoint(r.ctx, "gc_worker", 3600, far+1<<40)
 		}
-		if _, err := pdc.UpdateServiceGCSafePoint(r.ctx, "gc_worker", 3600, far+1<<40); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 	min, err := pd.GCSafePoint(r.ctx, pdc)
 	if err != nil {
@@ -444,17 +448,21 @@ func TestSN_KillAndResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = a.Close() })
 			after := r.state(t)
 			if after.Ts != before.Ts || !after.Complete || after.Epoch <= before.Epoch {
 				t.Fatalf("resumed state ts %d complete %v epoch %d; before ts %d epoch %d", after.Ts, after.Complete, after.Epoch, before.Ts, before.Epoch)
 			}
 			// Ranges acknowledged before the kill were not read again.
 			var resent int
-			for k, c := range r.sinks[1].perKey {
+			cs := r.sinks[1]
+			cs.mu.Lock() // the stream is ingesting meanwhile
+			for k, c := range cs.perKey {
 				if c > 0 && strings.HasSuffix(k, fmt.Sprintf("@%d", before.Ts)) {
 					resent++
 				}
 			}
+			cs.mu.Unlock()
 			var acked uint64
 			for _, tb := range before.Tables {
 				acked += tb.Rows()
@@ -488,6 +496,7 @@ func TestSN_RegionsSplitDuringSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	st := r.state(t)
 	if n := len(st.Tables[0].Ranges); n != 16 {
 		t.Errorf("%d ranges planned, want 16", n)
@@ -528,6 +537,7 @@ func TestSN_DDLDuringSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = sup.Close() })
 			first := sup.Adapter()
 			st := r.state(t)
 			if st.Tables[0].Rows() != uint64(r.rows) {
@@ -588,6 +598,7 @@ func TestSN_GCExpiredRestartsSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	st := r.state(t)
 	if st.Ts <= now || !st.Complete {
 		t.Fatalf("new snapshot ts %d (GC at %d), complete %v", st.Ts, now, st.Complete)
@@ -610,6 +621,7 @@ func TestSN_NeverAndStartTs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	if _, err := os.Stat(filepath.Join(r.dir, snapshot.FileName)); !os.IsNotExist(err) {
 		t.Errorf("never wrote a snapshot state: %v", err)
 	}
@@ -642,6 +654,7 @@ func TestSN_AlwaysResnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -651,6 +664,7 @@ func TestSN_AlwaysResnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	if st := r.state(t); st.Ts <= first.Ts {
 		t.Fatalf("always kept S %d", st.Ts)
 	}
@@ -678,6 +692,7 @@ func TestSN_PartitionedTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	st := r.state(t)
 	if len(st.Tables) != 4 {
 		t.Fatalf("%d physical tables planned, want 4", len(st.Tables))
