@@ -189,7 +189,7 @@ func startWithSnapshot(ctx context.Context, up *Upstream, emu *emulator.Emulator
 	}
 	fmt.Fprintf(logw, "sfemu: snapshot of %s at ts %d (epoch %d, %d ranges pending, concurrency %d)\n",
 		stateTableNames(st), s, st.Epoch, len(st.Pending()), max(sc.Concurrency, 0))
-	stopLog := logProgress(prog, logw, sc.LogEvery)
+	stopLog := logProgress(prog, logw, sc.LogEvery, cfg.Phase)
 	rctx, cancel := context.WithCancel(ctx)
 	if sc.Stop != nil {
 		go func() {
@@ -221,7 +221,23 @@ func startWithSnapshot(ctx context.Context, up *Upstream, emu *emulator.Emulator
 	}
 	cfg.StartTs = s
 	a, err = startWithTables(ctx, up, emu, cfg, ntables)
+	if err == nil && cfg.Phase != nil {
+		cfg.Phase.Streaming()
+	}
 	return a, true, err
+}
+
+// phaseOf sums the tables' ranges into one phase progress (SR13).
+func phaseOf(tables []snapshot.TableProgress) PhaseProgress {
+	ph := PhaseProgress{Unit: "ranges"}
+	var names []string
+	for _, t := range tables {
+		names = append(names, t.Table)
+		ph.Done += float64(t.RangesDone)
+		ph.Total += float64(t.RangesTotal)
+	}
+	ph.What = "snapshot of " + strings.Join(names, ", ")
+	return ph
 }
 
 func saveState(path string, st *snapshot.State) error {
@@ -344,8 +360,9 @@ func dropCollections(ctx context.Context, sink normalize.Sink, names []string, t
 }
 
 // logProgress writes one line per table every every (default 5 s) while
-// the snapshot runs; stop writes the final lines when done.
-func logProgress(p *snapshot.Progress, w io.Writer, every time.Duration) (stop func(done bool)) {
+// the snapshot runs, and tells phase (when set) the ranges read of the
+// ranges planned every second; stop writes the final lines when done.
+func logProgress(p *snapshot.Progress, w io.Writer, every time.Duration, phase PhaseHook) (stop func(done bool)) {
 	if every <= 0 {
 		every = 5 * time.Second
 	}
@@ -356,10 +373,20 @@ func logProgress(p *snapshot.Progress, w io.Writer, every time.Duration) (stop f
 		defer wg.Done()
 		t := time.NewTicker(every)
 		defer t.Stop()
+		sec := time.NewTicker(time.Second)
+		defer sec.Stop()
+		report := func(now time.Time) {
+			if phase != nil {
+				phase.Snapshotting(phaseOf(p.Report(now)))
+			}
+		}
+		report(time.Now())
 		for {
 			select {
 			case <-quit:
 				return
+			case now := <-sec.C:
+				report(now)
 			case now := <-t.C:
 				for _, tp := range p.Report(now) {
 					fmt.Fprintln(w, "sfemu: "+tp.Line())

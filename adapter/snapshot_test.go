@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,6 +298,8 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 				return nil
 			}})
 			cfg.Tap = tap
+			phase := &phaseRec{}
+			cfg.Phase = phase
 			a, err := Start(r.ctx, r.up, r.emu, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -304,6 +307,11 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 			t.Cleanup(func() { _ = a.Close() }) // a failed test leaves no runtime behind
 			if hookErr != nil {
 				t.Fatal(hookErr)
+			}
+			// SR13: the binary's status is told of the snapshot, then of
+			// the stream.
+			if phase.snapshotting.Load() == 0 || !phase.streaming.Load() {
+				t.Errorf("phase hook: %d snapshotting reports, streaming %v", phase.snapshotting.Load(), phase.streaming.Load())
 			}
 			st := r.state(t)
 			if !st.Complete || a.RT.StartTs() != st.Ts || a.Resume.StartTs != st.Ts {
@@ -377,6 +385,15 @@ func checkHeld(r *snapRig, prog *snapshot.Progress, announce *sync.Once) error {
 	}
 	return nil
 }
+
+// phaseRec records PhaseHook calls.
+type phaseRec struct {
+	snapshotting atomic.Int64
+	streaming    atomic.Bool
+}
+
+func (p *phaseRec) Snapshotting(PhaseProgress) { p.snapshotting.Add(1) }
+func (p *phaseRec) Streaming()                 { p.streaming.Store(true) }
 
 type syncWriter struct {
 	mu sync.Mutex
