@@ -166,6 +166,9 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 			l.mu.Lock()
 			for _, id := range ids {
 				f := l.followed[id]
+				if f.collection == "" { // the collection keeps its name (N3)
+					f.collection = normalize.DefaultCollectionName(f.db, f.table)
+				}
 				f.db, f.table = ev.SchemaName, ev.TableName
 				l.followed[id] = f
 			}

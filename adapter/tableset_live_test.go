@@ -98,6 +98,23 @@ func testCreatedTable(t *testing.T, wire bool) {
 	if got := fmt.Sprint(a.MirroredTables()); !strings.Contains(got, "shop.fresh") || !strings.Contains(got, "shop.order_parts") || strings.Contains(got, "audit") {
 		t.Errorf("mirrored tables %s", got)
 	}
+	// A rename inside the filter keeps feeding the table's collection
+	// (N3); MirroredTables (what /admin/check checks) names the table as
+	// it is now with that collection.
+	r.exec("RENAME TABLE shop.fresh TO shop.fresh2")
+	final = r.exec("INSERT INTO shop.fresh2 (id, v) VALUES (100, 'renamed')")
+	if err := verify.WaitSafe(r.ctx, r.emu, []TableRef{{DB: "shop", Table: "fresh2", Collection: "shop.fresh"}}, final, 30*time.Second); err != nil {
+		t.Fatalf("%v (runtime: %v)", err, rt.Err())
+	}
+	now := a.MirroredTables()
+	found := false
+	for _, ref := range now {
+		found = found || ref == TableRef{DB: "shop", Table: "fresh2", Collection: "shop.fresh"}
+	}
+	if !found {
+		t.Fatalf("mirrored tables after the rename: %+v", now)
+	}
+	expectConsistent(t, r.ctx, r.up, r.emu, now, final)
 }
 
 // TestLT3_RenameOutOfFilter: a table renamed out of the filter is no

@@ -67,7 +67,7 @@ type checkResult struct {
 // paused: changes committed after the check's ts show up as differences,
 // so a check that finds some is repeated at a fresh ts (up to 3 times)
 // and reports the last one's.
-func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables []adapter.TableRef, pause *sync.Mutex, token string, retry bool) http.Handler {
+func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables func() []adapter.TableRef, pause *sync.Mutex, token string, retry bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
@@ -84,7 +84,7 @@ func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables []adapter
 		}
 		var res checkResult
 		for i := 0; i < attempts; i++ {
-			res = checkOnce(ctx, up, emu, tables)
+			res = checkOnce(ctx, up, emu, tables())
 			if res.OK || res.Err != "" {
 				break
 			}

@@ -80,7 +80,16 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	mux.Handle("/v1/progress/snapshot", prettyJSON(snapshotProgressHandler(snapshotProgress, cfg.Token)))
 	mux.Handle("/admin/restart-adapter", prettyJSON(restartHandler(restarts, cfg.Token)))
 	var pause sync.Mutex // held by a workload step, and by a consistency check
-	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, s.tables, &pause, cfg.Token, !s.demo)))
+	checked := func() []adapter.TableRef { return s.tables }
+	if s.filter != nil { // the set follows the filter: check what is mirrored now (LT1)
+		checked = func() []adapter.TableRef {
+			if a := view.currentAdapter(); a != nil {
+				return a.MirroredTables()
+			}
+			return s.tables
+		}
+	}
+	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, checked, &pause, cfg.Token, !s.demo)))
 	mux.Handle("/admin/tables", prettyJSON(tablesHandler(view.currentAdapter, cfg.Token)))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
