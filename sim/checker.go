@@ -39,6 +39,15 @@ type partEpoch struct {
 	epoch uint64
 }
 
+// sentKey is one change as sent: a (partition, epoch, key, commit ts) is
+// sent at most once (duplicate suppression before the emulator, whose
+// version guard would hide a duplicate).
+type sentKey struct {
+	partEpoch
+	pk string
+	ts uint64
+}
+
 // checker sees every call the bridge makes to the emulator (as sent, and
 // whether it was acknowledged) and every callback of the runtime, and
 // checks the stream invariants as they happen. Its state outlives
@@ -60,6 +69,7 @@ type checker struct {
 	// openedAfter is stored when the running adapter began to open.
 	openedAfter map[string]uint64
 	runEpoch    uint64            // epoch of the running adapter (resume)
+	openEpochs  []uint64          // epochs written while the bridge opened
 	acked       map[string]uint64 // highest acknowledged progress per partition
 	ackedEpoch  map[string]uint64 // the epoch that progress was acknowledged in
 	safe        map[string]uint64 // highest safe_ts seen per collection
@@ -72,6 +82,8 @@ type checker struct {
 	cpGlobal uint64
 	cpTable  map[int64]uint64
 
+	sent map[sentKey]bool
+
 	counts map[Invariant]int
 	failed *Violation
 }
@@ -79,7 +91,7 @@ type checker struct {
 func newChecker(w *world) *checker {
 	return &checker{w: w, lastSeq: map[partEpoch]uint64{}, lastCommit: map[partEpoch]uint64{}, maxEpoch: map[string]uint64{},
 		dropped: map[string]bool{}, stored: map[string]uint64{}, acked: map[string]uint64{}, ackedEpoch: map[string]uint64{}, safe: map[string]uint64{}, touched: map[string]map[string]uint64{},
-		cpTable: map[int64]uint64{}, counts: map[Invariant]int{}}
+		cpTable: map[int64]uint64{}, sent: map[sentKey]bool{}, counts: map[Invariant]int{}}
 }
 
 // fail records the first violation.
@@ -100,6 +112,8 @@ func (c *checker) reached(part string, epoch uint64) {
 // opening is called before an adapter opens its bridge (which may
 // already write progress in its new epoch).
 func (c *checker) opening() {
+	c.runEpoch = 0
+	c.openEpochs = nil
 	c.openedAfter = map[string]uint64{}
 	for k, v := range c.stored {
 		c.openedAfter[k] = v
@@ -114,6 +128,11 @@ func (c *checker) started(res normalize.Resume) {
 	for _, part := range sortedKeys(c.openedAfter) {
 		if res.Epoch <= c.openedAfter[part] {
 			c.fail(InvEpoch, "adapter resumed with epoch %d, partition %s already stored epoch %d", res.Epoch, part, c.openedAfter[part])
+		}
+	}
+	for _, e := range c.openEpochs {
+		if e != res.Epoch {
+			c.fail(InvEpoch, "the bridge wrote in epoch %d while opening epoch %d", e, res.Epoch)
 		}
 	}
 	c.runEpoch = res.Epoch
@@ -131,9 +150,22 @@ func (c *checker) started(res normalize.Resume) {
 	}
 }
 
+// runsIn checks that a write carries the running adapter's epoch (SIM12).
+func (c *checker) runsIn(what, part string, epoch uint64) {
+	c.count(InvEpoch)
+	if c.runEpoch == 0 {
+		c.openEpochs = append(c.openEpochs, epoch)
+		return
+	}
+	if epoch != c.runEpoch {
+		c.fail(InvEpoch, "partition %s: %s in epoch %d, the adapter runs in epoch %d", part, what, epoch, c.runEpoch)
+	}
+}
+
 // batch checks a batch as sent (SIM11, SIM12, SIM13, SIM15).
 func (c *checker) batch(b *apiv1.MutationBatch) {
 	part, epoch := b.GetSourcePartition(), b.GetSourceEpoch()
+	c.runsIn("batch", part, epoch)
 	key := partEpoch{part, epoch}
 	c.count(InvEpoch)
 	if epoch < c.maxEpoch[part] {
@@ -152,16 +184,21 @@ func (c *checker) batch(b *apiv1.MutationBatch) {
 		if m.GetSeq() != b.GetFirstSeq()+uint64(i) {
 			c.fail(InvSeq, "partition %s epoch %d: mutation %d has seq %d, want %d", part, epoch, i, m.GetSeq(), b.GetFirstSeq()+uint64(i))
 		}
-		c.count(InvMonotonic)
-		if m.GetCommitTs() < c.lastCommit[key] {
-			c.fail(InvMonotonic, "partition %s epoch %d: commit ts %d after %d in seq order", part, epoch, m.GetCommitTs(), c.lastCommit[key])
-		}
-		c.lastCommit[key] = max(c.lastCommit[key], m.GetCommitTs())
 		c.count(InvLateRows)
 		if m.GetCommitTs() <= c.acked[part] && c.ackedEpoch[part] == epoch {
 			c.fail(InvLateRows, "partition %s epoch %d: mutation %s at commit ts %d, progress %d already acknowledged in this epoch",
 				part, epoch, m.GetPrimaryKey(), m.GetCommitTs(), c.acked[part])
 		}
+		once := sentKey{partEpoch: key, pk: m.GetPrimaryKey(), ts: m.GetCommitTs()}
+		if c.sent[once] {
+			c.fail(InvLateRows, "partition %s epoch %d: mutation %s at commit ts %d sent twice", part, epoch, m.GetPrimaryKey(), m.GetCommitTs())
+		}
+		c.sent[once] = true
+		c.count(InvMonotonic)
+		if m.GetCommitTs() < c.lastCommit[key] {
+			c.fail(InvMonotonic, "partition %s epoch %d: commit ts %d after %d in seq order", part, epoch, m.GetCommitTs(), c.lastCommit[key])
+		}
+		c.lastCommit[key] = max(c.lastCommit[key], m.GetCommitTs())
 		c.touched[coll][m.GetPrimaryKey()] = max(c.touched[coll][m.GetPrimaryKey()], m.GetCommitTs())
 	}
 	if n := len(b.GetMutations()); n > 0 {
@@ -172,6 +209,7 @@ func (c *checker) batch(b *apiv1.MutationBatch) {
 // progress checks a progress call as sent (SIM12, SIM13).
 func (c *checker) progress(p *apiv1.PartitionProgress) {
 	part := p.GetSourcePartition()
+	c.runsIn("progress", part, p.GetSourceEpoch())
 	c.count(InvMonotonic)
 	if p.GetResolvedTs() < c.acked[part] {
 		c.fail(InvMonotonic, "partition %s: progress %d sent after %d was acknowledged", part, p.GetResolvedTs(), c.acked[part])
@@ -204,8 +242,6 @@ func (c *checker) safeTs(coll string, ts uint64) {
 
 // tapCallback observes the runtime's callbacks before the bridge.
 type tapCallback struct{ c *checker }
-
-func (w *world) tap() minicdc.Callback { return w.mutateTap(tapCallback{c: w.chk}) }
 
 func (t tapCallback) OnRowChanged(_ context.Context, ev minicdc.RowChanged) error {
 	c := t.c

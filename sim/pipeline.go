@@ -84,6 +84,7 @@ func (w *world) startPipeline() (*pipeline, error) {
 	cfg.Bridge.Timer = w.clk
 	cfg.Bridge.MaxBatchRows = 16
 	w.chk.opening()
+	w.checkStored()
 	tables, err := adapter.ResolveTableSet(ctx, w.up, w.emu, cfg)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (w *world) startPipeline() (*pipeline, error) {
 	for i, t := range tables {
 		ids[i] = t.PhysicalID
 	}
-	var cb minicdc.Callback = tapped{tap: w.tap(), next: bridge}
+	cb := w.mutateTap(tapped{tap: tapCallback{c: w.chk}, next: bridge})
 	opts := minicdc.ManualControl(minicdc.Options{})
 	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, DDLPollLimit: 8},
 		minicdc.Deps{

@@ -2,19 +2,48 @@ package sim
 
 import (
 	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
-	"time"
 )
 
 var (
-	seedFlag  = flag.Int64("seed", 0, "replay one seed (TestSim)")
-	faultFlag = flag.String("faults", "", "replay this fault schedule instead of the seed's (TestSim)")
-	quickN    = flag.Int("quick", 30, "seeds of TestSimSeedsQuick")
-	traceFlag = flag.Bool("simtrace", false, "print the trace (TestSim)")
+	seedFlag    = flag.Int64("seed", 0, "replay one seed (TestSim)")
+	faultFlag   = flag.String("faults", "", "replay this fault schedule instead of the seed's (TestSim)")
+	traceFlag   = flag.Bool("simtrace", false, "print the trace (TestSim)")
+	seedsFlag   = flag.Int("seeds", defaultSeeds, "seeds of TestSimSeeds")
+	firstFlag   = flag.Int64("first", 1, "first seed of TestSimSeeds")
+	workersFlag = flag.Int("workers", 2, "worker processes of TestSimSeeds")
 )
 
-// TestSim runs one seed (-seed N, default 1) and prints its trace hash:
-// the same seed prints the same hash (SIM2).
+// workerEnv makes the test binary a campaign worker (Campaign re-executes
+// it): the runtime allows one instance per process (M8), so seeds run in
+// parallel only as processes.
+const workerEnv = "SFEMU_SIM_WORKER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		first, count, stride, offset, shrink, err := ParseWorkerArgs(spec)
+		if err == nil {
+			err = Worker(os.Stdout, first, count, stride, offset, shrink)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+// TestSim runs one seed (-seed N, default 1; -faults replays a shrunk
+// schedule) and prints its trace hash: the same seed and schedule print
+// the same hash (SIM2). A failure prints the seed, the schedule and the
+// smallest schedule that still fails (SIM7).
 func TestSim(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -37,21 +66,75 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("seed %d trace %s faults %v statements %d mutations %d rows %d adapter starts %d", seed, res.Hash, res.Faults, res.Statements, res.Mutations, res.Rows, res.Restarts)
 	if res.Failure != nil {
-		t.Fatalf("seed %d: %v (schedule %s)", seed, res.Failure, res.Schedule)
+		small, _ := Shrink(cfg, res, 40)
+		t.Fatalf("seed %d: %v\nschedule: %s\nshrunk:   %s\nreplay:   go test ./sim -run 'TestSim$' -seed %d -faults '%s'",
+			seed, res.Failure, res.Schedule, small, seed, small)
 	}
 }
 
-// TestSimSeedsQuick runs a few seeds (development aid until the budget test).
-func TestSimSeedsQuick(t *testing.T) {
-	for seed := int64(1); seed <= int64(*quickN); seed++ {
-		t0 := time.Now()
-		res, err := Run(Config{Seed: seed})
+// Rule SIM2: a seed replays exactly (the same trace hash, run after run);
+// another seed gives another trace.
+func TestSimReplaysExactly(t *testing.T) {
+	for _, seed := range []int64{3, 17} {
+		a, err := Run(Config{Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%v seed %d hash %s faults %v stmts %d muts %d starts %d", time.Since(t0), seed, res.Hash, res.Faults, res.Statements, res.Mutations, res.Restarts)
-		if res.Failure != nil {
-			t.Errorf("seed %d: %v (schedule %s)", seed, res.Failure, res.Schedule)
+		b, err := Run(Config{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hash != b.Hash {
+			t.Fatalf("seed %d: trace %s, then %s", seed, a.Hash, b.Hash)
+		}
+		c, err := Run(Config{Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Hash == a.Hash {
+			t.Fatalf("seeds %d and %d gave the same trace %s", seed, seed+1, a.Hash)
+		}
+		if a.Mutations == 0 || a.Statements == 0 {
+			t.Fatalf("seed %d did nothing: %d statements, %d mutations", seed, a.Statements, a.Mutations)
 		}
 	}
+}
+
+// Rules SIM1, SIM8: the CI budget, -seeds seeds (default 1,000) on
+// -workers processes; every seed must pass every invariant, and the run
+// must have injected every fault kind and checked every invariant that a
+// clean run can reach.
+func TestSimSeeds(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, workers := *seedsFlag, max(1, *workersFlag)
+	sum, err := Campaign(func(i int) *exec.Cmd {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), workerEnv+"="+WorkerArgs(*firstFlag, int64(n), int64(workers), int64(i), 40))
+		return cmd
+	}, n, workers, nil, 0)
+	var b strings.Builder
+	sum.Report(&b)
+	t.Log(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Failures) > 0 {
+		t.Fatalf("%d of %d seeds failed:\n%s", len(sum.Failures), n, b.String())
+	}
+	if n >= 200 {
+		for _, k := range AllKinds {
+			if sum.Faults[k] == 0 {
+				t.Errorf("fault kind %s never took effect in %d seeds", k, n)
+			}
+		}
+		for _, inv := range AllInvariants {
+			if sum.Checks[inv] == 0 {
+				t.Errorf("invariant %s never checked in %d seeds", inv, n)
+			}
+		}
+	}
+	t.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
 }

@@ -105,15 +105,13 @@ func (s *faultSink) write(what string, do func() error) error {
 	case FaultCrash:
 		after := f.Arg%2 == 1
 		w.trace("crash at %s after=%v", what, after)
-		var err error
 		if after {
-			err = do()
+			if err := do(); err != nil {
+				w.trace("write before the crash failed: %v", err)
+			}
 		}
 		w.crashed = true
 		w.expectFatal = true
-		if err == nil && after && w.mutant == MutantLostAck {
-			w.lostAck = true
-		}
 		return fmt.Errorf("sim: process crashed at %s", what)
 	}
 	return do()
@@ -129,6 +127,11 @@ func (s *faultSink) PutCollectionSchema(ctx context.Context, req *apiv1.PutColle
 }
 
 func (s *faultSink) Ingest(ctx context.Context, b *apiv1.MutationBatch) (resp *apiv1.IngestResponse, err error) {
+	if s.w.mutant == MutantSwallowError && !s.w.crashed && len(b.GetMutations()) > 0 && s.w.mut.arm(s.w) {
+		// The bug: the failed write is reported as done.
+		last := b.GetFirstSeq() + uint64(len(b.GetMutations())) - 1
+		return &apiv1.IngestResponse{Collection: b.GetCollection(), SourceEpoch: b.GetSourceEpoch(), LastSeq: last}, nil
+	}
 	err = s.write("ingest "+b.GetSourcePartition(), func() error {
 		var e error
 		resp, e = s.next.Ingest(ctx, b)
@@ -141,6 +144,15 @@ func (s *faultSink) Ingest(ctx context.Context, b *apiv1.MutationBatch) (resp *a
 }
 
 func (s *faultSink) AdvancePartition(ctx context.Context, p *apiv1.PartitionProgress) (resp *apiv1.AdvancePartitionResponse, err error) {
+	if m := s.w.mut; s.w.mutant == MutantLostAck && !s.w.crashed {
+		if m.lostPart == "" && p.GetResolvedTs() > s.w.chk.acked[p.GetSourcePartition()] && m.arm(s.w) {
+			m.lostPart = p.GetSourcePartition()
+		}
+		if m.lostPart == p.GetSourcePartition() {
+			// The bug: acknowledged, never stored.
+			return &apiv1.AdvancePartitionResponse{}, nil
+		}
+	}
 	err = s.write("advance "+p.GetSourcePartition(), func() error {
 		var e error
 		resp, e = s.next.AdvancePartition(ctx, p)

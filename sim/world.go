@@ -35,8 +35,10 @@ type Config struct {
 	Schedule Schedule
 	// Only draws every fault of this kind (meta-tests); "" mixes kinds.
 	Only Kind
-	// Mutant is a deliberate bug put into the run (meta-tests).
-	Mutant Mutant
+	// Mutant is a deliberate bug put into the run (meta-tests), armed
+	// when a fault of MutantOn begins ("" = from the first step on).
+	Mutant   Mutant
+	MutantOn Kind
 	// Dir is where the run's files go (a fresh temporary directory).
 	Dir string
 	// KeepTrace keeps the trace lines in the Result (replay output).
@@ -87,7 +89,6 @@ type world struct {
 	armed       *Fault // storage fault waiting for the next write
 	crashed     bool
 	expectFatal bool // an injected fault may stop the runtime
-	lostAck     bool
 	mutant      Mutant
 	mut         *mutantState
 	stallEnd    map[uint64]int // store down until step
@@ -177,6 +178,7 @@ func (w *world) run(sched Schedule) error {
 	w.startAdapter()
 	next := 0
 	for w.step = 0; w.step < w.cfg.Steps && w.chk.failed == nil; w.step++ {
+		w.mut.stepped(w)
 		w.wl.step()
 		for next < len(sched) && sched[next].Step <= w.step {
 			w.apply(sched[next])
@@ -228,7 +230,7 @@ func (w *world) startAdapter() {
 	p, err := w.startPipeline()
 	if err != nil {
 		w.trace("adapter start failed: %v", err)
-		w.judgeFatal(err)
+		w.judgeStartFailure(err)
 		return
 	}
 	w.restarts++
@@ -325,18 +327,17 @@ func (w *world) afterPump() {
 }
 
 // judgeFatal checks that a fatal stop names its trigger (SIM16) and that
-// nothing but an injected fault caused it.
+// nothing but an injected fault caused it. A stopped runtime reports a
+// *minicdc.FatalError with its trigger; an adapter start that failed
+// before the runtime (table set, bridge) names its phase by its prefix.
 func (w *world) judgeFatal(err error) {
 	w.chk.count(InvFatal)
 	if w.mutant == MutantAnonymousFatal && w.mut.arm(w) {
 		err = errors.New(errorText(err))
 	}
 	var fe *minicdc.FatalError
-	if !errors.As(err, &fe) || fe.Trigger == "" {
-		if w.expectFatal && w.crashedOrStorage(err) {
-			w.expectFatal = false
-			return
-		}
+	named := errors.As(err, &fe) && fe.Trigger != ""
+	if !named {
 		w.chk.fail(InvFatal, "stop without a named trigger: %v", err)
 		return
 	}
@@ -347,9 +348,17 @@ func (w *world) judgeFatal(err error) {
 	w.chk.fail(InvFatal, "unexpected fatal stop (no injected fault explains it): %v", err)
 }
 
-// crashedOrStorage: an adapter start that failed reading the emulator
-// after an injected fault is the fault's effect, not a defect.
-func (w *world) crashedOrStorage(err error) bool { return err != nil }
+// judgeStartFailure: an adapter start that fails before the runtime
+// exists must say which phase failed; no injected fault explains one.
+func (w *world) judgeStartFailure(err error) {
+	var fe *minicdc.FatalError
+	if errors.As(err, &fe) {
+		w.judgeFatal(err)
+		return
+	}
+	w.chk.count(InvFatal)
+	w.chk.fail(InvFatal, "adapter start failed: %v", err)
+}
 
 func errorText(err error) string {
 	var fe *minicdc.FatalError
@@ -385,6 +394,7 @@ func (w *world) reopenEmulator() error {
 	}
 	w.trace("emulator reopened")
 	w.checkStored()
+	w.mut.restarted()
 	return nil
 }
 
@@ -455,9 +465,19 @@ func (w *world) apply(f Fault) {
 		w.c.DropStreams(1 + f.Arg%3)
 		w.faultsHit[f.Kind]++
 	case FaultDuplicate:
+		// Deliver a little (rows above the delivered resolved ts are the
+		// ones a retry may repeat), then repeat the window of the first
+		// region from a drawn offset that has one.
+		for i := 0; i < 1+int((f.Arg>>16)%8); i++ {
+			w.c.Step()
+		}
 		rs := w.c.Regions()
-		if w.c.DuplicateWindow(rs[int(f.Arg%uint64(len(rs)))].ID, 1+int((f.Arg>>8)%10)) > 0 {
-			w.faultsHit[f.Kind]++
+		for i := range rs {
+			r := rs[(int(f.Arg%uint64(len(rs)))+i)%len(rs)]
+			if w.c.DuplicateWindow(r.ID, 1+int((f.Arg>>8)%10)) > 0 {
+				w.faultsHit[f.Kind]++
+				break
+			}
 		}
 	case FaultPartial:
 		for i := 0; i < int(f.Arg%8); i++ {
@@ -575,6 +595,7 @@ func (w *world) finish() {
 		return
 	}
 	w.checkConsistency(true)
+	w.checkStored()
 }
 
 func (w *world) allSafe(ts uint64) bool {
