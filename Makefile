@@ -4,12 +4,14 @@ BIN      := bin
 DATA_DIR ?= var/sfemu
 # Packages with goroutines or shared state get a second pass under -race, built
 # with -tags invariants so the internal/invariants checks run on every operation.
-RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/...
+RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/... ./sim/...
 FUZZTIME ?= 10s
+# Seeds of a simulator campaign (make sim); make test runs 1,000 (specs/sim.md SIM8).
+SEEDS ?= 10000
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 
-.PHONY: all build run test test-short fmt-check vet bench fuzz proto clean realcluster-selftest
+.PHONY: all build run test test-short fmt-check vet bench fuzz proto clean realcluster-selftest sim
 
 all: build
 
@@ -27,6 +29,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# go test ./... includes the simulator's 1,000 seeds (sim.TestSimSeeds, SIM8).
 test: fmt-check vet
 	bash .ci/ensure-chromium.sh
 	$(GO) test -count=1 ./...
@@ -39,6 +42,10 @@ test: fmt-check vet
 # same clients a real cluster gets.
 realcluster-selftest:
 	GO=$(GO) bash .ci/realcluster-selftest.sh
+
+# A long simulator campaign: progress and a summary (specs/sim.md SIM9).
+sim:
+	$(GO) run ./sim/cmd/simcampaign -seeds $(SEEDS)
 
 bench:
 	bash .ci/bench.sh

@@ -5,4 +5,4 @@ package sim
 // defaultSeeds under -race: the race detector makes every seed about ten
 // times slower; the race pass checks the harness's goroutines, not the
 // seed space (specs/sim.md SIM8).
-const defaultSeeds = 40
+const defaultSeeds = 16

@@ -49,7 +49,7 @@ func TestSimCatchesFaultMutants(t *testing.T) {
 	}
 }
 
-// Rule SIM20: every invariant has a deliberate bug that it, and not
+// Rules SIM20, SIM10-SIM16: every invariant has a deliberate bug that it, and not
 // another check, reports within maxSeeds seeds.
 func TestSimCatchesInvariantMutants(t *testing.T) {
 	cases := []mutantCase{

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSim runs one seed (-seed N, default 1; -faults replays a shrunk
+// Rules SIM2, SIM7. TestSim runs one seed (-seed N, default 1; -faults replays a shrunk
 // schedule) and prints its trace hash: the same seed and schedule print
 // the same hash (SIM2). A failure prints the seed, the schedule and the
 // smallest schedule that still fails (SIM7).
@@ -72,7 +72,7 @@ func TestSim(t *testing.T) {
 	}
 }
 
-// Rule SIM2: a seed replays exactly (the same trace hash, run after run);
+// Rules SIM2, SIM3: a seed replays exactly (the same trace hash, run after run);
 // another seed gives another trace.
 func TestSimReplaysExactly(t *testing.T) {
 	for _, seed := range []int64{3, 17} {
@@ -100,7 +100,7 @@ func TestSimReplaysExactly(t *testing.T) {
 	}
 }
 
-// Rules SIM1, SIM8: the CI budget, -seeds seeds (default 1,000) on
+// Rules SIM1, SIM4, SIM5, SIM6, SIM8, SIM9, SIM10-SIM16: the CI budget, -seeds seeds (default 1,000) on
 // -workers processes; every seed must pass every invariant, and the run
 // must have injected every fault kind and checked every invariant that a
 // clean run can reach.
@@ -137,4 +137,36 @@ func TestSimSeeds(t *testing.T) {
 		}
 	}
 	t.Logf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+}
+
+// Rule SIM7: a failing run shrinks to a smaller schedule that still
+// breaks the same invariant, and replaying that schedule reproduces the
+// shrunk run exactly.
+func TestSimShrinks(t *testing.T) {
+	for seed := int64(1); seed <= maxSeeds; seed++ {
+		cfg := Config{Seed: seed, Mutant: MutantDropRow, MutantOn: FaultLeader}
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failure == nil || len(res.Schedule) < 3 {
+			continue
+		}
+		small, smallRes := Shrink(cfg, res, 40)
+		if len(small) >= len(res.Schedule) || smallRes.Failure == nil || smallRes.Failure.Inv != res.Failure.Inv {
+			t.Fatalf("seed %d: schedule of %d faults shrank to %d (%v)", seed, len(res.Schedule), len(small), smallRes.Failure)
+		}
+		again := cfg
+		again.Schedule = small
+		replay, err := Run(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replay.Hash != smallRes.Hash {
+			t.Fatalf("seed %d: shrunk schedule %s replays as %s, shrinking saw %s", seed, small, replay.Hash, smallRes.Hash)
+		}
+		t.Logf("seed %d: %d faults -> %d (%s)", seed, len(res.Schedule), len(small), small)
+		return
+	}
+	t.Fatalf("no seed up to %d failed with a schedule of 3 faults or more", maxSeeds)
 }
