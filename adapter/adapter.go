@@ -113,7 +113,8 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 	}
 	live := newLiveSet(callbacks(rp.bridge, cfg.Tap, hold), rp.bridge, up, cfg.Filter, cfg.Log, tables)
 	rt, err := startRuntime(ctx, up, feed.store,
-		runtimeConfig{StartTs: startTs, TableIDs: ids, DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime, Matcher: cfg.matcherMemory()},
+		runtimeConfig{StartTs: startTs, TableIDs: ids, TableStartTs: TableStarts(rp.resume, cfg.Bridge.KeyspaceID, tables),
+			DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime, Matcher: cfg.matcherMemory()},
 		live)
 	if err != nil {
 		_ = feed.stop()

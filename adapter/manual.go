@@ -44,3 +44,19 @@ func OpenBridge(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg C
 	}
 	return rp.bridge, rp.resume, nil
 }
+
+// TableStarts is each table's own start: its partition's stored progress
+// where it is above the resume point (M55). The resume point is the
+// minimum over the partitions; a partition already past it (a table
+// created by a table-set change whose schema request was stored before a
+// crash, while the other tables' progress was not yet past the change)
+// starts at its own progress, where its table exists.
+func TableStarts(res normalize.Resume, ks uint32, tables []normalize.Table) map[int64]uint64 {
+	out := map[int64]uint64{}
+	for _, t := range tables {
+		if st := res.Stored[normalize.PartitionName(ks, t.PhysicalID)]; st.GetResolvedTs() > res.StartTs {
+			out[t.PhysicalID] = st.GetResolvedTs()
+		}
+	}
+	return out
+}

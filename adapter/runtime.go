@@ -21,6 +21,9 @@ type runtimeConfig struct {
 	StartTs uint64
 	// TableIDs are the physical tables followed.
 	TableIDs []int64
+	// TableStartTs is each table's own start (its stored progress) where
+	// it is above StartTs (M55).
+	TableStartTs map[int64]uint64
 	// DDLPollLimit is the trigger-DDL batch size.
 	DDLPollLimit int
 	// Poll is the in-process source's pump interval.
@@ -40,7 +43,7 @@ func startRuntime(ctx context.Context, up *Upstream, store *schemastore.Store, c
 		_ = store.Close()
 		return nil, err
 	}
-	return minicdc.Start(ctx, minicdc.StartConfig{StartTs: cfg.StartTs, TableIDs: cfg.TableIDs, DDLPollLimit: cfg.DDLPollLimit},
+	return minicdc.Start(ctx, minicdc.StartConfig{StartTs: cfg.StartTs, TableIDs: cfg.TableIDs, TableStartTs: cfg.TableStartTs, DDLPollLimit: cfg.DDLPollLimit},
 		minicdc.Deps{
 			Clock:       up.Clock(),
 			SchemaStore: store,

@@ -110,6 +110,13 @@ func Start(ctx context.Context, cfg StartConfig, deps Deps, cb Callback, opts Op
 		return nil, &FatalError{Trigger: TriggerDependency, Err: ErrAnotherInstance}
 	}
 	cfg.TableIDs = append([]int64(nil), cfg.TableIDs...)
+	if cfg.TableStartTs != nil {
+		starts := make(map[int64]uint64, len(cfg.TableStartTs))
+		for id, ts := range cfg.TableStartTs {
+			starts[id] = ts
+		}
+		cfg.TableStartTs = starts
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &Runtime{
 		cfg:        cfg,
@@ -186,7 +193,9 @@ func (r *Runtime) startup(parent context.Context) error {
 	}
 
 	for _, id := range r.cfg.TableIDs {
-		p, err := r.preparePath(id, r.startTs, TriggerStartupReadiness)
+		// M55: a table with progress of its own above the start ts starts
+		// there (it may not even exist at the start ts).
+		p, err := r.preparePath(id, max(r.startTs, r.cfg.TableStartTs[id]), TriggerStartupReadiness)
 		if err != nil {
 			return r.startupErr(parent, err)
 		}

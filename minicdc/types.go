@@ -25,6 +25,11 @@ type StartConfig struct {
 	TableIDs []int64
 	// DDLPollLimit is the trigger-DDL fetch batch size. Must be > 0.
 	DDLPollLimit int
+	// TableStartTs, when it holds a ts above StartTs for a table, is where
+	// that table starts instead (exclusive, M55): a host resuming from
+	// per-table progress starts each table at its own. Tables not in it
+	// start at StartTs.
+	TableStartTs map[int64]uint64
 }
 
 // ConfigError names the StartConfig field that is invalid and why.

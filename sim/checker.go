@@ -137,6 +137,19 @@ func (c *checker) started(res normalize.Resume) {
 		}
 	}
 	c.runEpoch = res.Epoch
+	// An epoch reused because nothing of it was stored starts its
+	// sequences afresh: forget what the failed run sent in it.
+	for k := range c.lastSeq {
+		if k.epoch == res.Epoch {
+			delete(c.lastSeq, k)
+			delete(c.lastCommit, k)
+		}
+	}
+	for k := range c.sent {
+		if k.epoch == res.Epoch {
+			delete(c.sent, k)
+		}
+	}
 	c.cpGlobal = 0
 	c.cpTable = map[int64]uint64{}
 }

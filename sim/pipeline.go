@@ -115,7 +115,7 @@ func (w *world) startPipeline() (*pipeline, error) {
 	}
 	cb := w.mutateTap(tapped{tap: tapCallback{c: w.chk}, next: bridge})
 	opts := minicdc.ManualControl(minicdc.Options{})
-	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, DDLPollLimit: 8},
+	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, TableStartTs: adapter.TableStarts(resume, 0, tables), DDLPollLimit: 8},
 		minicdc.Deps{
 			Clock:       w.c,
 			SchemaStore: store,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -169,4 +170,45 @@ func TestSimShrinks(t *testing.T) {
 		return
 	}
 	t.Fatalf("no seed up to %d failed with a schedule of 3 faults or more", maxSeeds)
+}
+
+// Rule M55 (and SIM2): the seeds kept in testdata/regressions.txt found
+// bugs in existing code; each replays its schedule and must pass.
+func TestSimRegressions(t *testing.T) {
+	b, err := os.ReadFile("testdata/regressions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			t.Fatalf("regressions.txt:%d: want seed and schedule", i+1)
+		}
+		seed, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("regressions.txt:%d: %v", i+1, err)
+		}
+		cfg := Config{Seed: seed}
+		if f[1] != "-" {
+			if cfg.Schedule, err = ParseSchedule(f[1]); err != nil {
+				t.Fatalf("regressions.txt:%d: %v", i+1, err)
+			}
+		}
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failure != nil {
+			t.Errorf("regressions.txt:%d: seed %d (%s): %v", i+1, seed, strings.Join(f[2:], " "), res.Failure)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no regression seeds")
+	}
 }

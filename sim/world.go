@@ -231,6 +231,11 @@ func (w *world) startAdapter() {
 	p, err := w.startPipeline()
 	if err != nil {
 		w.trace("adapter start failed: %v", err)
+		if w.crashed {
+			// The crash hit one of the start's own writes.
+			w.crash()
+			return
+		}
 		w.judgeStartFailure(err)
 		return
 	}
@@ -431,8 +436,22 @@ func (w *world) checkStored() {
 	for _, ps := range resp.GetPartitions() {
 		got[ps.GetSourcePartition()] = ps.GetResolvedTs()
 	}
+	// A partition no collection maps any more was unmapped by a durable
+	// schema change (a crash may have come before the bridge reported the
+	// table-set change): its progress went with it.
+	mapped := map[string]bool{}
+	if list, err := w.emu.ListCollections(context.Background(), &apiv1.ListCollectionsRequest{}); err == nil {
+		for _, st := range list.GetCollections() {
+			if st.GetState() == apiv1.CollectionState_COLLECTION_STATE_DROPPED {
+				continue
+			}
+			for _, p := range st.GetDefinition().GetSourcePartitions() {
+				mapped[p] = true
+			}
+		}
+	}
 	for _, part := range parts {
-		if w.chk.dropped[part] {
+		if w.chk.dropped[part] || !mapped[part] {
 			continue
 		}
 		w.chk.count(InvDurability)
