@@ -11,6 +11,7 @@ import (
 	"errors"
 
 	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 )
 
@@ -59,4 +60,13 @@ func TableStarts(res normalize.Resume, ks uint32, tables []normalize.Table) map[
 		}
 	}
 	return out
+}
+
+// LiveCallbacks is Start's callback chain for a host that starts the
+// runtime itself: tap (cfg.Tap, optional) → bridge, behind the live table
+// set (specs/tableset.md LT1-LT5) that changes the runtime's tables in
+// place. attach must be called with the runtime once it started.
+func LiveCallbacks(up *Upstream, bridge *normalize.Bridge, cfg Config, tables []normalize.Table) (cb minicdc.Callback, attach func(*minicdc.Runtime)) {
+	live := newLiveSet(callbacks(bridge, cfg.Tap, nil), bridge, up, cfg.Filter, cfg.Log, tables)
+	return live, live.attach
 }

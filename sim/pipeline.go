@@ -81,6 +81,7 @@ func (w *world) startPipeline() (*pipeline, error) {
 		WrapSink: w.wrapSink,
 		Memory:   adapter.Memory{Quota: mem, Hint: "sim"},
 	}
+	cfg.Tap = tapCallback{c: w.chk}
 	cfg.Bridge.Timer = w.clk
 	cfg.Bridge.MaxBatchRows = 16
 	w.chk.opening()
@@ -113,7 +114,11 @@ func (w *world) startPipeline() (*pipeline, error) {
 	for i, t := range tables {
 		ids[i] = t.PhysicalID
 	}
-	cb := w.mutateTap(tapped{tap: tapCallback{c: w.chk}, next: bridge})
+	// The adapter's callback chain: the live table set (TRUNCATE and
+	// partition DDLs followed in place) over the checker's tap and the
+	// bridge; a row mutant sits in front of all of it.
+	live, attach := adapter.LiveCallbacks(w.up, bridge, cfg, tables)
+	cb := w.mutateTap(live)
 	opts := minicdc.ManualControl(minicdc.Options{})
 	rt, err := minicdc.Start(ctx, minicdc.StartConfig{StartTs: resume.StartTs, TableIDs: ids, TableStartTs: adapter.TableStarts(resume, 0, tables), DDLPollLimit: 8},
 		minicdc.Deps{
@@ -135,6 +140,7 @@ func (w *world) startPipeline() (*pipeline, error) {
 		return nil, err
 	}
 	p.rt = rt
+	attach(rt)
 	return p, nil
 }
 
@@ -216,28 +222,4 @@ func (p *pipeline) close() error {
 func tableSetChanged(err error) bool {
 	var tc *normalize.TableSetChangedError
 	return errors.As(err, &tc)
-}
-
-// tapped calls tap, then next (the adapter's Tap chain).
-type tapped struct{ tap, next minicdc.Callback }
-
-func (t tapped) OnRowChanged(ctx context.Context, ev minicdc.RowChanged) error {
-	if err := t.tap.OnRowChanged(ctx, ev); err != nil {
-		return err
-	}
-	return t.next.OnRowChanged(ctx, ev)
-}
-
-func (t tapped) OnDDL(ctx context.Context, ev minicdc.DDL) error {
-	if err := t.tap.OnDDL(ctx, ev); err != nil {
-		return err
-	}
-	return t.next.OnDDL(ctx, ev)
-}
-
-func (t tapped) OnCheckpoint(ctx context.Context, cp minicdc.Checkpoint) error {
-	if err := t.tap.OnCheckpoint(ctx, cp); err != nil {
-		return err
-	}
-	return t.next.OnCheckpoint(ctx, cp)
 }
