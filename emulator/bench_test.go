@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/text"
 )
 
 const benchBatch = 1000
@@ -115,38 +116,60 @@ func textBatches(tok string, n int, seed int64) []*apiv1.MutationBatch {
 	return out
 }
 
+// textEngines are the text modality's engines the ingest benchmarks run
+// side by side on the same corpus (specs/emulator-text-vector.md,
+// "Throughput").
+var textEngines = []string{text.EngineMem, text.EngineBleve}
+
 // BenchmarkIngestText: in-memory text collection; time until the text
 // modality has indexed every batch (rows/s of the text modality).
 func BenchmarkIngestText(b *testing.B) {
-	e := openMem(b, Options{})
-	tok := mustCreate(b, e, textDef(), 1).GetSchemaGenerationToken()
-	batches := textBatches(tok, b.N*benchBatch, 1)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU()
-	for _, bt := range batches {
-		if _, err := e.Ingest(bg, bt); err != nil {
-			b.Fatal(err)
-		}
+	for _, eng := range textEngines {
+		b.Run("engine="+eng, func(b *testing.B) {
+			e := openMem(b, Options{TextEngine: eng})
+			tok := mustCreate(b, e, textDef(), 1).GetSchemaGenerationToken()
+			batches := textBatches(tok, b.N*benchBatch, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for _, bt := range batches {
+				if _, err := e.Ingest(bg, bt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			e.WaitIndexed()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*benchBatch), "cpu-µs/row")
+		})
 	}
-	e.WaitIndexed()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*benchBatch), "cpu-µs/row")
 }
 
 // BenchmarkIngestTextTicks is the adapter's shape: small batches of short
 // text rows, each followed by a resolved-ts mark, for ticks ingested
 // batches (100k rows in all). Reports text rows/s (ingest until the text
 // modality has indexed everything), process CPU per row, and the text
-// index's segment count at the end (bounded by merging, TXT-P5).
+// index's segment count at the end (bounded by merging, TXT-P5; 1 for the
+// memory engine).
 func BenchmarkIngestTextTicks(b *testing.B) {
+	for _, eng := range textEngines {
+		b.Run("engine="+eng, func(b *testing.B) { benchTextTicks(b, eng) })
+	}
+	// The same rows with title a KEYWORD field: the emulator's own cost
+	// without a text modality, the baseline the engines add to.
+	b.Run("engine=none", func(b *testing.B) { benchTextTicks(b, "") })
+}
+
+func benchTextTicks(b *testing.B, eng string) {
 	const rows, perBatch = 100_000, 200
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e := openMem(b, Options{})
+		e := openMem(b, Options{TextEngine: eng})
 		def := textDef()
 		def.Fields = def.Fields[:2] // id, title
+		if eng == "" {
+			def.Fields[1] = &apiv1.Field{Name: "title", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_KEYWORD}
+		}
 		tok := mustCreate(b, e, def, 1).GetSchemaGenerationToken()
 		batches := make([]*apiv1.MutationBatch, 0, rows/perBatch)
 		for start := 0; start < rows; start += perBatch {
@@ -170,7 +193,9 @@ func BenchmarkIngestTextTicks(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(rows/el.Seconds(), "rows/s")
 		b.ReportMetric(float64(cpu.Microseconds())/rows, "cpu-µs/row")
-		b.ReportMetric(float64(textSegments(b, e, "articles")), "segments")
+		if eng != "" {
+			b.ReportMetric(float64(textSegments(b, e, "articles")), "segments")
+		}
 		_ = e.Close()
 		b.StartTimer()
 	}

@@ -56,7 +56,7 @@ type collection struct {
 	wm     *schemafence.Watermarks
 
 	textFields []string
-	textIdx    *text.Index
+	textIdx    text.Engine
 	textW      *asyncIndex
 	vecFields  []*vectorField
 	vecConfig  string
@@ -99,6 +99,11 @@ func (c *collection) safeTs() uint64 {
 // otherwise state is stored in dir and restored (E60, E61). Open returns
 // after the text and vector indexes have been rebuilt from the documents.
 func Open(dir string, opts Options) (*Emulator, error) {
+	switch opts.TextEngine {
+	case "", text.EngineMem, text.EngineBleve:
+	default:
+		return nil, fmt.Errorf("emulator: unknown text engine %q (want %q or %q)", opts.TextEngine, text.EngineMem, text.EngineBleve)
+	}
 	e := &Emulator{
 		opts:   opts.withDefaults(),
 		colls:  map[string]*collection{},
@@ -230,7 +235,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			c.textFields, c.textIdx, c.textW = prev.textFields, prev.textIdx, prev.textW
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_TEXT, c.textW)
 		} else {
-			idx, err := text.OpenScratch(e.opts.TextScratchDir, fields)
+			idx, err := text.OpenEngine(e.opts.TextEngine, e.opts.TextScratchDir, fields)
 			if err != nil {
 				return nil, err
 			}

@@ -219,7 +219,7 @@ func textOf(v *apiv1.Value) string {
 }
 
 // textApplier turns document changes into text index ops.
-func textApplier(idx *text.Index, fields []string) func([]docstore.Change) error {
+func textApplier(idx text.Engine, fields []string) func([]docstore.Change) error {
 	return func(changes []docstore.Change) error {
 		ops := make([]text.Op, 0, len(changes))
 		for _, ch := range changes {
@@ -227,19 +227,16 @@ func textApplier(idx *text.Index, fields []string) func([]docstore.Change) error
 				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
 				continue
 			}
-			var m map[string]string
-			for _, f := range fields {
-				if s := textOf(ch.New.Fields[f]); s != "" {
-					if m == nil {
-						m = make(map[string]string, len(fields))
-					}
-					m[f] = s
-				}
+			texts := make([]string, len(fields))
+			has := false
+			for i, f := range fields {
+				texts[i] = textOf(ch.New.Fields[f])
+				has = has || texts[i] != ""
 			}
-			if m == nil {
-				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
+			if has {
+				ops = append(ops, text.Op{PK: ch.PK, Texts: texts})
 			} else {
-				ops = append(ops, text.Op{PK: ch.PK, Fields: m})
+				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
 			}
 		}
 		return idx.Apply(ops)

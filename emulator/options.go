@@ -56,6 +56,10 @@ type Options struct {
 	// E61). Default text.DefaultScratchParent(): /dev/shm when writable,
 	// else the system temporary directory.
 	TextScratchDir string
+	// TextEngine selects the text modality's index: text.EngineMem (the
+	// default, "": an in-memory inverted index, TXT-M1) or text.EngineBleve
+	// (bleve/scorch scratch indexes, TXT-P5), kept for comparison.
+	TextEngine string
 }
 
 func (o Options) withDefaults() Options {

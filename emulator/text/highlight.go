@@ -2,6 +2,8 @@ package text
 
 import (
 	"strings"
+
+	"github.com/blevesearch/bleve/v2/analysis"
 )
 
 // SearchAll returns every document matching the query whose primary key
@@ -18,13 +20,7 @@ func (x *Index) SearchAll(queryText string, fields []string, filter func(pk stri
 
 // Terms returns the distinct terms the standard analyzer makes of a query
 // (rule TXT-S1): what Search matches and Highlight marks.
-func (x *Index) Terms(queryText string) map[string]bool {
-	out := map[string]bool{}
-	for _, tok := range x.analyzer.Analyze([]byte(queryText)) {
-		out[string(tok.Term)] = true
-	}
-	return out
-}
+func (x *Index) Terms(queryText string) map[string]bool { return analyzedTerms(x.analyzer, queryText) }
 
 // Highlight returns s with every token whose analyzed term is in terms
 // wrapped in pre and post (rule TXT-S7); ok is false when no token matches.
@@ -32,9 +28,14 @@ func (x *Index) Terms(queryText string) map[string]bool {
 // marked is exactly what made the field match (case and stop words
 // included).
 func (x *Index) Highlight(s string, terms map[string]bool, pre, post string) (string, bool) {
+	return highlight(x.analyzer, s, terms, pre, post)
+}
+
+// highlight is Highlight with the analyzer given (both engines use it).
+func highlight(an analysis.Analyzer, s string, terms map[string]bool, pre, post string) (string, bool) {
 	var b strings.Builder
 	last, marked := 0, false
-	for _, tok := range x.analyzer.Analyze([]byte(s)) {
+	for _, tok := range an.Analyze([]byte(s)) {
 		if !terms[string(tok.Term)] || tok.Start < last || tok.End > len(s) {
 			continue
 		}

@@ -56,6 +56,42 @@ type Op struct {
 	// Fields maps a configured field name to its text. Unknown field names
 	// are an error (rule TXT-A3).
 	Fields map[string]string
+	// Texts, instead of Fields, gives the text of every configured field
+	// in the index's field order ("" = the field is absent): the
+	// emulator's form, which needs no map per document.
+	Texts []string
+}
+
+// check validates op against the index's fields (TXT-A3).
+func (op Op) check(fields []string, idx map[string]int) error {
+	if op.Delete {
+		if len(op.Fields) != 0 || op.Texts != nil {
+			return errors.New("delete must not carry fields")
+		}
+		return nil
+	}
+	if op.Texts != nil {
+		if op.Fields != nil {
+			return errors.New("an op carries Fields or Texts, not both")
+		}
+		if len(op.Texts) != len(fields) {
+			return fmt.Errorf("%d texts for %d fields %v", len(op.Texts), len(fields), fields)
+		}
+	}
+	for name := range op.Fields {
+		if _, ok := idx[name]; !ok {
+			return fmt.Errorf("field %q is not a text field of this index (have %v)", name, fields)
+		}
+	}
+	return nil
+}
+
+// text is the op's text of field i ("" = absent).
+func (op Op) text(fields []string, i int) string {
+	if op.Texts != nil {
+		return op.Texts[i]
+	}
+	return op.Fields[fields[i]]
 }
 
 // Hit is one search result. Score is the BM25 score summed over the searched
@@ -74,6 +110,7 @@ type Index struct {
 	// (f0, f1, ...), so that any column name, including ones with dots,
 	// is a single bleve field.
 	internal map[string]string
+	fieldIdx map[string]int    // position of each field in fields
 	analyzer analysis.Analyzer // the standard analyzer (rule TXT-S1)
 	idx      bleve.Index
 }
@@ -97,22 +134,16 @@ func Open(dir string, fields []string) (*Index, error) {
 }
 
 func open(dir string, fields []string, config map[string]interface{}) (*Index, error) {
-	if len(fields) == 0 {
-		return nil, errors.New("text: at least one text field is required")
+	if err := checkFields(fields); err != nil {
+		return nil, err
 	}
-	seen := make(map[string]bool, len(fields))
 	internal := make(map[string]string, len(fields))
+	fieldIdx := make(map[string]int, len(fields))
 	for i, f := range fields {
-		if f == "" {
-			return nil, fmt.Errorf("text: field %d has an empty name", i)
-		}
-		if seen[f] {
-			return nil, fmt.Errorf("text: field %q listed twice", f)
-		}
-		seen[f] = true
 		internal[f] = "f" + strconv.Itoa(i)
+		fieldIdx[f] = i
 	}
-	x := &Index{dir: dir, fields: append([]string(nil), fields...), internal: internal}
+	x := &Index{dir: dir, fields: append([]string(nil), fields...), internal: internal, fieldIdx: fieldIdx}
 	want, _ := json.Marshal(x.fields)
 
 	if dir != "" {
@@ -273,15 +304,17 @@ func (x *Index) ApplyMarked(ops []Op, mark []byte) error {
 }
 
 func (x *Index) apply(ops []Op, mark []byte) error {
-	b := x.idx.NewBatch()
 	for i, op := range ops {
 		if op.PK == "" {
 			return fmt.Errorf("text: op %d: empty primary key", i)
 		}
+		if err := op.check(x.fields, x.fieldIdx); err != nil {
+			return fmt.Errorf("text: op %d (pk %q): %w", i, op.PK, err)
+		}
+	}
+	b := x.idx.NewBatch()
+	for i, op := range ops {
 		if op.Delete {
-			if len(op.Fields) != 0 {
-				return fmt.Errorf("text: op %d (pk %q): delete must not carry fields", i, op.PK)
-			}
 			b.Delete(op.PK)
 			continue
 		}
@@ -291,19 +324,12 @@ func (x *Index) apply(ops []Op, mark []byte) error {
 		// uses. The fields are what the mapping would produce for them
 		// (indexed, not stored, no term vectors, no doc values; rule TXT-S1).
 		doc := document.NewDocument(op.PK)
-		for _, f := range x.fields {
-			v, ok := op.Fields[f]
-			if !ok {
+		for f, name := range x.fields {
+			v := op.text(x.fields, f)
+			if _, ok := op.Fields[name]; !ok && v == "" {
 				continue
 			}
-			doc.AddField(document.NewTextFieldCustom(x.internal[f], nil, []byte(v), index.IndexField, x.analyzer))
-		}
-		if len(doc.Fields) != len(op.Fields) {
-			for name := range op.Fields {
-				if _, ok := x.internal[name]; !ok {
-					return fmt.Errorf("text: op %d (pk %q): field %q is not a text field of this index (have %v)", i, op.PK, name, x.fields)
-				}
-			}
+			doc.AddField(document.NewTextFieldCustom(x.internal[name], nil, []byte(v), index.IndexField, x.analyzer))
 		}
 		doc.SetIndexed()
 		if err := b.IndexAdvanced(doc); err != nil {

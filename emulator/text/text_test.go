@@ -91,158 +91,174 @@ func TestBM25ScoreMatchesFormula(t *testing.T) {
 // Rule TXT-S1: rarer terms weigh more (idf), shorter fields rank higher for the
 // same term frequency (length normalization), term frequency saturates.
 func TestBM25RankingProperties(t *testing.T) {
-	x := mustOpen(t, "", "body")
-	require.NoError(t, x.Apply([]Op{
-		up("short", "body", "search engine"),
-		up("long", "body", "search engine with a very long body of unrelated words about many other topics entirely"),
-		up("rare", "body", "zebra"),
-		up("c1", "body", "common"), up("c2", "body", "common"), up("c3", "body", "common zebra"),
-	}))
-	hits, err := x.Search("engine", nil, 10, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"short", "long"}, pks(hits))
-	require.Greater(t, hits[0].Score, hits[1].Score)
+	forEachEngine(t, func(t *testing.T, open opener) {
+		x := open(t, "body")
+		require.NoError(t, x.Apply([]Op{
+			up("short", "body", "search engine"),
+			up("long", "body", "search engine with a very long body of unrelated words about many other topics entirely"),
+			up("rare", "body", "zebra"),
+			up("c1", "body", "common"), up("c2", "body", "common"), up("c3", "body", "common zebra"),
+		}))
+		hits, err := x.Search("engine", nil, 10, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"short", "long"}, pks(hits))
+		require.Greater(t, hits[0].Score, hits[1].Score)
 
-	// "zebra" (2 docs) is rarer than "common" (3 docs): c3 matching both
-	// ranks first, then rare (zebra only), then c1/c2 in PK order.
-	hits, err = x.Search("zebra common", nil, 10, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"c3", "rare", "c1", "c2"}, pks(hits))
+		// "zebra" (2 docs) is rarer than "common" (3 docs): c3 matching both
+		// ranks first, then rare (zebra only), then c1/c2 in PK order.
+		hits, err = x.Search("zebra common", nil, 10, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"c3", "rare", "c1", "c2"}, pks(hits))
+	})
 }
 
 // Rule TXT-S3: equal scores are ordered by ascending PK.
 func TestTiesOrderedByPK(t *testing.T) {
-	x := mustOpen(t, "", "body")
-	var ops []Op
-	for _, pk := range []string{"m", "b", "z", "a", "q"} {
-		ops = append(ops, up(pk, "body", "tied words"))
-	}
-	require.NoError(t, x.Apply(ops))
-	hits, err := x.Search("tied", nil, 3, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"a", "b", "m"}, pks(hits))
+	forEachEngine(t, func(t *testing.T, open opener) {
+		x := open(t, "body")
+		var ops []Op
+		for _, pk := range []string{"m", "b", "z", "a", "q"} {
+			ops = append(ops, up(pk, "body", "tied words"))
+		}
+		require.NoError(t, x.Apply(ops))
+		hits, err := x.Search("tied", nil, 3, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b", "m"}, pks(hits))
 
-	// A tie straddling the k boundary, far deeper than the first window:
-	// 20 strong hits, then 300 equal ones of which the smallest PKs win.
-	y := mustOpen(t, "", "body")
-	ops = nil
-	for i := 0; i < 300; i++ {
-		ops = append(ops, up(fmt.Sprintf("t%03d", 299-i), "body", "tied words here"))
-	}
-	for i := 0; i < 20; i++ {
-		ops = append(ops, up(fmt.Sprintf("s%02d", i), "body", "tied tied tied"))
-	}
-	require.NoError(t, y.Apply(ops))
-	hits, err = y.Search("tied", nil, 25, nil)
-	require.NoError(t, err)
-	require.Len(t, hits, 25)
-	for i := 0; i < 20; i++ {
-		require.Equal(t, fmt.Sprintf("s%02d", i), hits[i].PK)
-	}
-	require.Equal(t, []string{"t000", "t001", "t002", "t003", "t004"}, pks(hits[20:]))
+		// A tie straddling the k boundary, far deeper than the first window:
+		// 20 strong hits, then 300 equal ones of which the smallest PKs win.
+		y := open(t, "body")
+		ops = nil
+		for i := 0; i < 300; i++ {
+			ops = append(ops, up(fmt.Sprintf("t%03d", 299-i), "body", "tied words here"))
+		}
+		for i := 0; i < 20; i++ {
+			ops = append(ops, up(fmt.Sprintf("s%02d", i), "body", "tied tied tied"))
+		}
+		require.NoError(t, y.Apply(ops))
+		hits, err = y.Search("tied", nil, 25, nil)
+		require.NoError(t, err)
+		require.Len(t, hits, 25)
+		for i := 0; i < 20; i++ {
+			require.Equal(t, fmt.Sprintf("s%02d", i), hits[i].PK)
+		}
+		require.Equal(t, []string{"t000", "t001", "t002", "t003", "t004"}, pks(hits[20:]))
+	})
 }
 
 // Rules TXT-A1, TXT-A2: ops apply in order, last op for a PK wins, an upsert
 // replaces all fields, delete removes.
 func TestApplyOrderAndReplace(t *testing.T) {
-	x := mustOpen(t, "", "title", "body")
-	require.NoError(t, x.Apply([]Op{
-		up("1", "title", "red fox", "body", "quick"),
-		up("2", "title", "blue whale"),
-		{PK: "2", Delete: true},
-		up("3", "title", "green frog"),
-		up("3", "body", "lazy dog"), // replaces: title no longer indexed
-	}))
-	n, err := x.Count()
-	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
+	forEachEngine(t, func(t *testing.T, open opener) {
+		x := open(t, "title", "body")
+		require.NoError(t, x.Apply([]Op{
+			up("1", "title", "red fox", "body", "quick"),
+			up("2", "title", "blue whale"),
+			{PK: "2", Delete: true},
+			up("3", "title", "green frog"),
+			up("3", "body", "lazy dog"), // replaces: title no longer indexed
+		}))
+		n, err := x.Count()
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
 
-	h, err := x.Search("whale", nil, 10, nil)
-	require.NoError(t, err)
-	require.Empty(t, h)
-	h, err = x.Search("frog", nil, 10, nil)
-	require.NoError(t, err)
-	require.Empty(t, h, "replaced upsert must drop old field text")
-	h, err = x.Search("dog", nil, 10, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"3"}, pks(h))
+		h, err := x.Search("whale", nil, 10, nil)
+		require.NoError(t, err)
+		require.Empty(t, h)
+		h, err = x.Search("frog", nil, 10, nil)
+		require.NoError(t, err)
+		require.Empty(t, h, "replaced upsert must drop old field text")
+		h, err = x.Search("dog", nil, 10, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"3"}, pks(h))
 
-	// Delete of an absent PK is a no-op, not an error.
-	require.NoError(t, x.Apply([]Op{{PK: "nope", Delete: true}}))
+		// Delete of an absent PK is a no-op, not an error.
+		require.NoError(t, x.Apply([]Op{{PK: "nope", Delete: true}}))
+	})
 }
 
 // Rule TXT-S2: field restriction.
 func TestSearchFieldRestriction(t *testing.T) {
-	x := mustOpen(t, "", "title", "body")
-	require.NoError(t, x.Apply([]Op{
-		up("1", "title", "golang"),
-		up("2", "body", "golang"),
-	}))
-	h, err := x.Search("golang", []string{"title"}, 10, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"1"}, pks(h))
-	h, err = x.Search("golang", nil, 10, nil)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"1", "2"}, pks(h))
-	// Field names with dots are single fields, not paths.
-	y := mustOpen(t, "", "a.b")
-	require.NoError(t, y.Apply([]Op{up("1", "a.b", "dotted")}))
-	h, err = y.Search("dotted", nil, 10, nil)
-	require.NoError(t, err)
-	require.Equal(t, []string{"1"}, pks(h))
+	forEachEngine(t, func(t *testing.T, open opener) {
+		x := open(t, "title", "body")
+		require.NoError(t, x.Apply([]Op{
+			up("1", "title", "golang"),
+			up("2", "body", "golang"),
+		}))
+		h, err := x.Search("golang", []string{"title"}, 10, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"1"}, pks(h))
+		h, err = x.Search("golang", nil, 10, nil)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"1", "2"}, pks(h))
+		// Field names with dots are single fields, not paths.
+		y := open(t, "a.b")
+		require.NoError(t, y.Apply([]Op{up("1", "a.b", "dotted")}))
+		h, err = y.Search("dotted", nil, 10, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"1"}, pks(h))
+	})
 }
 
 // Rule TXT-A3 and TXT-S5: bad input is an error naming what was wrong, and a
 // rejected batch changes nothing.
 func TestBadInput(t *testing.T) {
-	_, err := Open("", nil)
-	require.Error(t, err)
-	_, err = Open("", []string{"a", "a"})
-	require.ErrorContains(t, err, `"a" listed twice`)
-	_, err = Open("", []string{""})
-	require.ErrorContains(t, err, "empty name")
+	forEachEngine(t, func(t *testing.T, open opener) {
+		_, err := Open("", nil)
+		require.Error(t, err)
+		_, err = Open("", []string{"a", "a"})
+		require.ErrorContains(t, err, `"a" listed twice`)
+		_, err = Open("", []string{""})
+		require.ErrorContains(t, err, "empty name")
+		_, err = OpenMem([]string{"a", "a"})
+		require.ErrorContains(t, err, `"a" listed twice`)
+		_, err = OpenEngine("lucene", "", []string{"a"})
+		require.ErrorContains(t, err, `unknown engine "lucene"`)
 
-	x := mustOpen(t, "", "title")
-	err = x.Apply([]Op{up("1", "title", "ok"), up("2", "nope", "x")})
-	require.ErrorContains(t, err, `op 1 (pk "2"): field "nope"`)
-	n, err := x.Count()
-	require.NoError(t, err)
-	require.Zero(t, n, "rejected batch must not be partially applied")
+		x := open(t, "title")
+		err = x.Apply([]Op{up("1", "title", "ok"), up("2", "nope", "x")})
+		require.ErrorContains(t, err, `op 1 (pk "2"): field "nope"`)
+		n, err := x.Count()
+		require.NoError(t, err)
+		require.Zero(t, n, "rejected batch must not be partially applied")
 
-	require.ErrorContains(t, x.Apply([]Op{{PK: ""}}), "empty primary key")
-	require.ErrorContains(t, x.Apply([]Op{{PK: "1", Delete: true, Fields: map[string]string{"title": "x"}}}), "delete must not carry fields")
+		require.ErrorContains(t, x.Apply([]Op{{PK: ""}}), "empty primary key")
+		require.ErrorContains(t, x.Apply([]Op{{PK: "1", Delete: true, Fields: map[string]string{"title": "x"}}}), "delete must not carry fields")
 
-	_, err = x.Search("x", []string{"body"}, 10, nil)
-	require.ErrorContains(t, err, `search field "body"`)
-	_, err = x.Search("x", nil, 0, nil)
-	require.ErrorContains(t, err, "k must be positive, got 0")
+		_, err = x.Search("x", []string{"body"}, 10, nil)
+		require.ErrorContains(t, err, `search field "body"`)
+		_, err = x.Search("x", nil, 0, nil)
+		require.ErrorContains(t, err, "k must be positive, got 0")
+	})
 }
 
 // Rule TXT-S4: the filter is applied before taking the top k, also when the
 // survivors are deep in the ranking.
 func TestSearchFilterDeep(t *testing.T) {
-	x := mustOpen(t, "", "body")
-	var ops []Op
-	for i := 0; i < 500; i++ {
-		// Lower i = more occurrences of "word" = higher score.
-		ops = append(ops, up(fmt.Sprintf("%04d", i), "body", strings.Repeat("word ", 1+(500-i)/50)+"pad"))
-	}
-	require.NoError(t, x.Apply(ops))
-	keep := func(pk string) bool { return pk >= "0490" }
-	h, err := x.Search("word", nil, 5, keep)
-	require.NoError(t, err)
-	require.Len(t, h, 5)
-	for _, hit := range h {
-		require.True(t, keep(hit.PK), hit.PK)
-	}
-	// Fewer survivors than k: all of them.
-	h, err = x.Search("word", nil, 50, keep)
-	require.NoError(t, err)
-	require.Len(t, h, 10)
-	// Filter rejecting all.
-	h, err = x.Search("word", nil, 5, func(string) bool { return false })
-	require.NoError(t, err)
-	require.Empty(t, h)
+	forEachEngine(t, func(t *testing.T, open opener) {
+		x := open(t, "body")
+		var ops []Op
+		for i := 0; i < 500; i++ {
+			// Lower i = more occurrences of "word" = higher score.
+			ops = append(ops, up(fmt.Sprintf("%04d", i), "body", strings.Repeat("word ", 1+(500-i)/50)+"pad"))
+		}
+		require.NoError(t, x.Apply(ops))
+		keep := func(pk string) bool { return pk >= "0490" }
+		h, err := x.Search("word", nil, 5, keep)
+		require.NoError(t, err)
+		require.Len(t, h, 5)
+		for _, hit := range h {
+			require.True(t, keep(hit.PK), hit.PK)
+		}
+		// Fewer survivors than k: all of them.
+		h, err = x.Search("word", nil, 50, keep)
+		require.NoError(t, err)
+		require.Len(t, h, 10)
+		// Filter rejecting all.
+		h, err = x.Search("word", nil, 5, func(string) bool { return false })
+		require.NoError(t, err)
+		require.Empty(t, h)
+	})
 }
 
 // Rules TXT-P1..TXT-P4: on-disk index survives Close/Open with its mark; a
@@ -286,68 +302,70 @@ func TestOnDiskReopenAndMark(t *testing.T) {
 // Randomized model test: after a random sequence of batches, every single
 // word query returns exactly the PKs whose current text contains the word.
 func TestRandomizedAgainstModel(t *testing.T) {
-	s := seed(t)
-	r := rand.New(rand.NewSource(s))
-	vocab := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
-	x := mustOpen(t, "", "a", "b")
-	model := map[string]map[string]string{}
-	for round := 0; round < 30; round++ {
-		var ops []Op
-		for i := 0; i < 1+r.Intn(20); i++ {
-			pk := "k" + strconv.Itoa(r.Intn(40))
-			if r.Intn(4) == 0 {
-				ops = append(ops, Op{PK: pk, Delete: true})
-				delete(model, pk)
-				continue
-			}
-			f := map[string]string{}
-			for _, name := range []string{"a", "b"} {
-				if r.Intn(3) == 0 {
+	forEachEngine(t, func(t *testing.T, open opener) {
+		s := seed(t)
+		r := rand.New(rand.NewSource(s))
+		vocab := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"}
+		x := open(t, "a", "b")
+		model := map[string]map[string]string{}
+		for round := 0; round < 30; round++ {
+			var ops []Op
+			for i := 0; i < 1+r.Intn(20); i++ {
+				pk := "k" + strconv.Itoa(r.Intn(40))
+				if r.Intn(4) == 0 {
+					ops = append(ops, Op{PK: pk, Delete: true})
+					delete(model, pk)
 					continue
 				}
-				var words []string
-				for w := 0; w < 1+r.Intn(4); w++ {
-					words = append(words, vocab[r.Intn(len(vocab))])
+				f := map[string]string{}
+				for _, name := range []string{"a", "b"} {
+					if r.Intn(3) == 0 {
+						continue
+					}
+					var words []string
+					for w := 0; w < 1+r.Intn(4); w++ {
+						words = append(words, vocab[r.Intn(len(vocab))])
+					}
+					f[name] = strings.Join(words, " ")
 				}
-				f[name] = strings.Join(words, " ")
+				ops = append(ops, Op{PK: pk, Fields: f})
+				model[pk] = f
 			}
-			ops = append(ops, Op{PK: pk, Fields: f})
-			model[pk] = f
+			require.NoError(t, x.Apply(ops), "seed %d round %d", s, round)
 		}
-		require.NoError(t, x.Apply(ops), "seed %d round %d", s, round)
-	}
-	n, err := x.Count()
-	require.NoError(t, err)
-	require.EqualValues(t, len(model), n, "seed %d", s)
-	for _, w := range vocab {
-		for _, fields := range [][]string{nil, {"a"}, {"b"}} {
-			var want []string
-			for pk, f := range model {
-				names := fields
-				if names == nil {
-					names = []string{"a", "b"}
-				}
-				for _, name := range names {
-					if strings.Contains(" "+f[name]+" ", " "+w+" ") {
-						want = append(want, pk)
-						break
+		n, err := x.Count()
+		require.NoError(t, err)
+		require.EqualValues(t, len(model), n, "seed %d", s)
+		for _, w := range vocab {
+			for _, fields := range [][]string{nil, {"a"}, {"b"}} {
+				var want []string
+				for pk, f := range model {
+					names := fields
+					if names == nil {
+						names = []string{"a", "b"}
+					}
+					for _, name := range names {
+						if strings.Contains(" "+f[name]+" ", " "+w+" ") {
+							want = append(want, pk)
+							break
+						}
 					}
 				}
+				sort.Strings(want)
+				h, err := x.Search(w, fields, 1000, nil)
+				require.NoError(t, err)
+				got := pks(h)
+				sort.Strings(got)
+				if len(want) == 0 {
+					want = []string{}
+				}
+				if len(got) == 0 {
+					got = []string{}
+				}
+				require.Equal(t, want, got, "seed %d word %s fields %v", s, w, fields)
 			}
-			sort.Strings(want)
-			h, err := x.Search(w, fields, 1000, nil)
-			require.NoError(t, err)
-			got := pks(h)
-			sort.Strings(got)
-			if len(want) == 0 {
-				want = []string{}
-			}
-			if len(got) == 0 {
-				got = []string{}
-			}
-			require.Equal(t, want, got, "seed %d word %s fields %v", s, w, fields)
 		}
-	}
+	})
 }
 
 // An existing empty directory (e.g. created by the caller) is a new index.
@@ -483,4 +501,29 @@ func TestDocumentsCarryOnlyConfiguredFields(t *testing.T) {
 	require.NoError(t, err)
 	sort.Strings(names)
 	require.Equal(t, []string{"_id", "f0", "f1"}, names)
+}
+
+// opener opens an empty index of one engine for a test.
+type opener func(t *testing.T, fields ...string) Engine
+
+// forEachEngine runs a rule's test against both engines (TXT-M1: Mem obeys
+// every TXT-S and TXT-A rule Index does).
+func forEachEngine(t *testing.T, f func(t *testing.T, open opener)) {
+	for _, name := range []string{EngineBleve, EngineMem} {
+		t.Run(name, func(t *testing.T) {
+			f(t, func(t *testing.T, fields ...string) Engine {
+				t.Helper()
+				var x Engine
+				var err error
+				if name == EngineBleve {
+					x, err = Open("", fields)
+				} else {
+					x, err = OpenEngine(name, "", fields)
+				}
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = x.Close() })
+				return x
+			})
+		})
+	}
 }
