@@ -68,6 +68,21 @@ func (c *Cluster) LogSize() int64 {
 	return c.log.Size()
 }
 
+// LogSyncs is the number of fsyncs of the durable log so far (0 in
+// memory): commits per fsync show how much group commit shares.
+func (c *Cluster) LogSyncs() int64 {
+	if c.log == nil {
+		return 0
+	}
+	return c.log.Syncs()
+}
+
+// LogPending reports whether changes applied to the store are not yet on
+// disk (false in memory).
+func (c *Cluster) LogPending() bool {
+	return c.log != nil && c.log.Pending()
+}
+
 // Compact rewrites the log from the live state (DUR-11): versions below
 // the GC safe point are dropped (the store is swept as it is copied),
 // lock/unlock pairs, superseded TSO marks, region layouts and meta values

@@ -357,3 +357,52 @@ func TestDurableSourceScansPersistedRows(t *testing.T) {
 }
 
 var mvccPut = mvccWrite()
+
+// TestDUR13DeferredDurability (DUR-13): a txn told to defer durability
+// returns from Commit with its records applied but not yet on disk;
+// WaitDurable makes them durable, and one fsync covers every commit
+// applied before it (two deferred commits, one fsync).
+func TestDUR13DeferredDurability(t *testing.T) {
+	c := openDir(t, t.TempDir(), fakeupstream.Config{Seed: 1, Maintain: fakeupstream.MaintainConfig{Off: true}})
+	defer c.Close()
+	k1, k2 := []byte("k1"), []byte("k2")
+	if _, err := c.Put(k1, []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	syncs := c.LogSyncs()
+	a, b := c.Begin(), c.Begin()
+	a.Set(k1, []byte("a"))
+	b.Set(k2, []byte("b"))
+	a.DeferDurability()
+	b.DeferDurability()
+	if _, err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.LogPending() || c.LogSyncs() != syncs {
+		t.Fatalf("deferred commits synced: pending %v, fsyncs %d -> %d", c.LogPending(), syncs, c.LogSyncs())
+	}
+	if err := a.WaitDurable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitDurable(); err != nil {
+		t.Fatal(err)
+	}
+	if c.LogPending() {
+		t.Fatal("records pending after WaitDurable")
+	}
+	if n := c.LogSyncs() - syncs; n != 1 {
+		t.Fatalf("two deferred commits took %d fsyncs, want 1", n)
+	}
+	// Without deferral a commit returns durable.
+	d := c.Begin()
+	d.Set(k1, []byte("d"))
+	if _, err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if c.LogPending() {
+		t.Fatal("a plain commit returned before its records were on disk")
+	}
+}

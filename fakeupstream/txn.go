@@ -46,6 +46,11 @@ type Txn struct {
 	// allPrewritten: one Prewrite took the whole buffer (prewritten then
 	// stays empty).
 	allPrewritten bool
+	// deferSync: commits return once applied and leave the wait for
+	// their log records to WaitDurable (syncLSN is the offset to wait
+	// for).
+	deferSync bool
+	syncLSN   int64
 }
 
 type savepoint struct {
@@ -493,10 +498,30 @@ func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
 	err := t.commitKeysLocked(commitTs, keys)
 	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
+	if t.deferSync {
+		t.syncLSN = max(t.syncLSN, lsn)
+		return err
+	}
 	if perr := t.c.persist(lsn); perr != nil && err == nil {
 		return perr
 	}
 	return err
+}
+
+// DeferDurability makes this txn's commits (Commit, CommitAt, CommitKeys)
+// return once they are applied, without waiting for the log: the caller
+// must call WaitDurable before it acknowledges the commit to anyone
+// (DUR-2). The SQL front commits this way under its statement lock and
+// waits after releasing it, so statements of other sessions proceed
+// meanwhile and one fsync covers the commits of several (DUR-13).
+func (t *Txn) DeferDurability() { t.deferSync = true }
+
+// WaitDurable returns once everything the txn committed is on disk (at
+// once in memory or when nothing was deferred).
+func (t *Txn) WaitDurable() error {
+	lsn := t.syncLSN
+	t.syncLSN = 0
+	return t.c.persist(lsn)
 }
 
 func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +131,7 @@ func BenchmarkSoak(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		heap0, rss0, log0 := int64(ms.HeapInuse), rssBytes(), up.Cluster.LogSize()
 		b.Logf("start: heap %.0f MiB rss %.0f MiB log %.1f MiB", float64(heap0)/(1<<20), float64(rss0)/(1<<20), float64(log0)/(1<<20))
+		prof := startWindowProfile(b, 1)
 		end := time.Now().Add(dur)
 		for time.Now().Before(end) {
 			select {
@@ -137,6 +140,8 @@ func BenchmarkSoak(b *testing.B) {
 			case <-time.After(window):
 			}
 			steps, cpu, now := r.Steps(), cpuTime(), time.Now()
+			prof.stop()
+			prof = startWindowProfile(b, len(series)+2)
 			runtime.ReadMemStats(&ms)
 			el := now.Sub(t0).Seconds()
 			s := sample{rate: float64(steps-steps0) / el, cpu: float64(cpu-cpu0) / float64(now.Sub(t0)),
@@ -146,6 +151,7 @@ func BenchmarkSoak(b *testing.B) {
 				float64(s.heap)/(1<<20), float64(s.rss)/(1<<20), float64(s.logBytes)/(1<<20))
 			steps0, cpu0, t0 = steps, cpu, now
 		}
+		prof.stop()
 		cancel()
 		if err := <-runErr; err != nil {
 			b.Fatalf("workload: %v", err)
@@ -167,4 +173,32 @@ func BenchmarkSoak(b *testing.B) {
 			b.ReportMetric(float64(last.logBytes-log0)/(1<<20), "log-growth-MiB")
 		}
 	}
+}
+
+// windowProfile is the CPU profile of one soak window
+// (SFEMU_SOAK_PROFILE_DIR/cpu-window-N.pprof): comparing the first and the
+// last window's profiles shows what grows when the rate decays.
+type windowProfile struct{ f *os.File }
+
+func startWindowProfile(b *testing.B, n int) windowProfile {
+	dir := os.Getenv("SFEMU_SOAK_PROFILE_DIR")
+	if dir == "" {
+		return windowProfile{}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-window-%d.pprof", n)))
+	if err != nil {
+		b.Fatalf("SFEMU_SOAK_PROFILE_DIR: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatalf("cpu profile: %v", err)
+	}
+	return windowProfile{f: f}
+}
+
+func (p windowProfile) stop() {
+	if p.f == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	p.f.Close()
 }

@@ -75,6 +75,9 @@ type Workload struct {
 	live    []int64 // product ids that exist
 	steps   int
 	ddlStep int
+	// lane and lanes: this workload writes only product and event ids
+	// congruent to lane modulo lanes (SetLane).
+	lane, lanes int64
 	// DDLEvery is how many steps pass between DDLs (0 disables them).
 	DDLEvery int
 	// Now renders updated_at values; the caller supplies the clock.
@@ -83,9 +86,28 @@ type Workload struct {
 
 // NewWorkload creates a workload writing through ss.
 func NewWorkload(seed int64, ss *sqlfront.Session) *Workload {
-	return &Workload{rng: rand.New(rand.NewSource(seed)), ss: ss, nextID: 1, nextEv: 1, DDLEvery: 500,
+	return &Workload{rng: rand.New(rand.NewSource(seed)), ss: ss, nextID: 1, nextEv: 1, DDLEvery: 500, lanes: 1,
 		Now: func() string { return "2024-01-01 00:00:00.000" }}
 }
+
+// SetLane makes w lane k of n workloads that run at the same time, each
+// on its own session (S24): it inserts only product and event ids
+// congruent to k modulo n and updates and deletes only the products it
+// inserted (or, after Resume, the stored ones in its class), so two lanes
+// never write the same row and a row's changes keep their order. Call it
+// before Resume and the first Step.
+func (w *Workload) SetLane(k, n int) {
+	w.lane, w.lanes = int64(k), int64(max(n, 1))
+	w.nextID, w.nextEv = w.align(1), w.align(1)
+}
+
+// align is the smallest id >= from in this lane's class.
+func (w *Workload) align(from int64) int64 {
+	return from + ((w.lane-from%w.lanes)%w.lanes+w.lanes)%w.lanes
+}
+
+// mine reports whether id is in this lane's class.
+func (w *Workload) mine(id int64) bool { return id%w.lanes == w.lane }
 
 // Resume continues the workload over data an earlier run left (a durable
 // upstream reopened): product and event ids continue above the highest
@@ -93,6 +115,12 @@ func NewWorkload(seed int64, ss *sqlfront.Session) *Workload {
 // DDL cycle continues from the current columns (promo present: the next
 // DDL drops it). ts is the snapshot to read (a fresh TSO ts).
 func (w *Workload) Resume(ctx context.Context, srv *sqlfront.Server, ts uint64) error {
+	return ResumeLanes(ctx, srv, ts, []*Workload{w})
+}
+
+// ResumeLanes resumes every lane of a concurrent workload (SetLane) from
+// one read of the tables at ts.
+func ResumeLanes(ctx context.Context, srv *sqlfront.Server, ts uint64, ws []*Workload) error {
 	if !Exists(srv) {
 		return nil
 	}
@@ -100,24 +128,31 @@ func (w *Workload) Resume(ctx context.Context, srv *sqlfront.Server, ts uint64) 
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
-	w.live = w.live[:0]
-	w.nextID = 1
-	for _, r := range products.Rows {
-		id := r.Values[0].GetInt64()
-		w.live = append(w.live, id)
-		w.nextID = max(w.nextID, id+1)
-	}
 	events, err := readResolving(ctx, srv, "events", ts)
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
-	w.nextEv = 1
-	for _, r := range events.Rows {
-		w.nextEv = max(w.nextEv, r.Values[0].GetInt64()+1)
+	maxID, maxEv := int64(0), int64(0)
+	for _, r := range products.Rows {
+		maxID = max(maxID, r.Values[0].GetInt64())
 	}
-	w.ddlStep = 0
+	for _, r := range events.Rows {
+		maxEv = max(maxEv, r.Values[0].GetInt64())
+	}
+	promo := false
 	for _, c := range products.Table.Columns {
-		if c.Name.L == "promo" {
+		promo = promo || c.Name.L == "promo"
+	}
+	for _, w := range ws {
+		w.live = w.live[:0]
+		for _, r := range products.Rows {
+			if id := r.Values[0].GetInt64(); w.mine(id) {
+				w.live = append(w.live, id)
+			}
+		}
+		w.nextID, w.nextEv = w.align(maxID+1), w.align(maxEv+1)
+		w.ddlStep = 0
+		if promo {
 			w.ddlStep = 1
 		}
 	}
@@ -155,7 +190,7 @@ func (w *Workload) Step(ctx context.Context, st *Stats) error {
 	default:
 		st.Events++
 		id := w.nextEv
-		w.nextEv++
+		w.nextEv += w.lanes
 		pid := w.live[w.rng.Intn(len(w.live))]
 		return w.exec(ctx, fmt.Sprintf("INSERT INTO %s.events VALUES (%d, %d, '%s', '%s')",
 			Database, id, pid, kinds[w.rng.Intn(len(kinds))], phrases[w.rng.Intn(len(phrases))]))
@@ -171,7 +206,7 @@ func (w *Workload) exec(ctx context.Context, q string) error {
 
 func (w *Workload) insertProduct() string {
 	id := w.nextID
-	w.nextID++
+	w.nextID += w.lanes
 	w.live = append(w.live, id)
 	adj, noun := adjectives[w.rng.Intn(len(adjectives))], nouns[w.rng.Intn(len(nouns))]
 	desc := fmt.Sprintf("A %s %s: %s, %s.", adj, noun, phrases[w.rng.Intn(len(phrases))], phrases[w.rng.Intn(len(phrases))])

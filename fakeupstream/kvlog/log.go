@@ -79,6 +79,7 @@ type Log struct {
 	durable  int64
 	base     int64
 	flushing bool
+	syncs    int64 // fsyncs of appended records done so far
 	err      error // sticky write error
 	closed   bool
 	readOnly bool // Verify: replay reports a torn tail instead of dropping it
@@ -470,8 +471,17 @@ func (l *Log) flushLocked() {
 		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
 	} else {
 		l.durable = target
+		l.syncs++
 	}
 	l.cond.Broadcast()
+}
+
+// Syncs is the number of fsyncs Sync has done so far (each covers every
+// record appended before it: a soak reports commits per fsync).
+func (l *Log) Syncs() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncs
 }
 
 // Close makes everything appended durable, then releases the file and the

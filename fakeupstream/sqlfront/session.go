@@ -33,6 +33,7 @@ type Session struct {
 	db     string
 	txn    *fakeupstream.Txn // explicit transaction, nil in autocommit
 	parser *parser.Parser
+	cache  stmtCache
 }
 
 // NewSession opens a session with an optional current database.
@@ -45,9 +46,9 @@ func (s *Server) NewSession(db string) *Session {
 // before it stay applied (as with a MySQL client), and an explicit
 // transaction stays open for the caller to roll back.
 func (ss *Session) Exec(ctx context.Context, sql string) (Result, error) {
-	stmts, _, err := ss.parser.Parse(sql, "", "")
+	stmts, err := ss.parse(sql)
 	if err != nil {
-		return Result{}, fmt.Errorf("sqlfront: parse %q: %w", abbreviate(sql), err)
+		return Result{}, err
 	}
 	if len(stmts) == 0 {
 		return Result{}, fmt.Errorf("sqlfront: no statement in %q", abbreviate(sql))
@@ -61,6 +62,26 @@ func (ss *Session) Exec(ctx context.Context, sql string) (Result, error) {
 	return res, nil
 }
 
+// parse parses sql, through the statement cache when it is one DML
+// statement of a shape seen before (S23).
+func (ss *Session) parse(sql string) ([]ast.StmtNode, error) {
+	key, lits, ok := ss.cache.shape(sql)
+	if ok {
+		if st := ss.cache.lookup(key, lits, sql); st != nil {
+			checkCachedParse(ss.parser, sql, st)
+			return []ast.StmtNode{st}, nil
+		}
+	}
+	stmts, _, err := ss.parser.Parse(sql, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("sqlfront: parse %q: %w", abbreviate(sql), err)
+	}
+	if ok && len(stmts) == 1 {
+		ss.cache.add(key, lits, stmts[0])
+	}
+	return stmts, nil
+}
+
 func abbreviate(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) > 120 {
@@ -72,7 +93,25 @@ func abbreviate(s string) string {
 // InTxn reports whether an explicit transaction is open.
 func (ss *Session) InTxn() bool { return ss.txn != nil }
 
+// execOne runs one statement under the server's lock. A commit it made
+// (auto-commit DML, COMMIT) is applied under the lock and waited for on
+// disk after the lock is released (DUR-13): another session's statement
+// runs meanwhile, and one fsync covers the commits of several sessions.
+// The statement is acknowledged (returns) only once durable.
 func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error) {
+	res, committed, err := ss.execLocked(ctx, st)
+	if committed != nil {
+		if werr := committed.WaitDurable(); werr != nil && err == nil {
+			return Result{}, fmt.Errorf("sqlfront: commit: %w", werr)
+		}
+	}
+	return res, err
+}
+
+// execLocked is execOne's work under the server's lock; committed is the
+// transaction whose commit still has to be waited for on disk (nil:
+// none).
+func (ss *Session) execLocked(ctx context.Context, st ast.StmtNode) (Result, *fakeupstream.Txn, error) {
 	s := ss.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,38 +119,39 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 	if _, isDDL := st.(ast.DDLNode); isDDL && ss.txn != nil {
 		// MySQL commits an open transaction before DDL; we refuse instead,
 		// so a test never gets an implicit commit it did not ask for.
-		return Result{}, fmt.Errorf("sqlfront: DDL inside an explicit transaction is not allowed (COMMIT or ROLLBACK first): %s", abbreviate(query))
+		return Result{}, nil, fmt.Errorf("sqlfront: DDL inside an explicit transaction is not allowed (COMMIT or ROLLBACK first): %s", abbreviate(query))
 	}
 	var ts uint64
 	var err error
 	switch x := st.(type) {
 	case *ast.UseStmt:
 		if s.cat.dbByName(x.DBName) == nil {
-			return Result{}, fmt.Errorf("sqlfront: unknown database %q", x.DBName)
+			return Result{}, nil, fmt.Errorf("sqlfront: unknown database %q", x.DBName)
 		}
 		ss.db = x.DBName
-		return Result{}, nil
+		return Result{}, nil, nil
 	case *ast.BeginStmt:
 		if ss.txn != nil {
-			return Result{}, fmt.Errorf("sqlfront: BEGIN inside an open transaction")
+			return Result{}, nil, fmt.Errorf("sqlfront: BEGIN inside an open transaction")
 		}
 		ss.txn = s.cluster.Begin()
-		return Result{}, nil
+		return Result{}, nil, nil
 	case *ast.CommitStmt:
 		if ss.txn == nil {
-			return Result{}, nil
+			return Result{}, nil, nil
 		}
 		txn := ss.txn
 		ss.txn = nil
 		if txn.Len() == 0 {
 			_ = txn.Discard()
-			return Result{}, nil
+			return Result{}, nil, nil
 		}
+		txn.DeferDurability()
 		ts, err := txn.Commit()
 		if err != nil {
-			return Result{}, fmt.Errorf("sqlfront: commit: %w", err)
+			return Result{}, txn, fmt.Errorf("sqlfront: commit: %w", err)
 		}
-		return Result{CommitTs: ts}, nil
+		return Result{CommitTs: ts}, txn, nil
 	case *ast.RollbackStmt:
 		if ss.txn != nil {
 			// Nothing of it reached the store (the front prewrites only
@@ -119,7 +159,7 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 			_ = ss.txn.Discard()
 			ss.txn = nil
 		}
-		return Result{}, nil
+		return Result{}, nil, nil
 	case *ast.CreateDatabaseStmt:
 		ts, err = s.execCreateDatabase(ctx, x, query)
 	case *ast.DropDatabaseStmt:
@@ -137,12 +177,12 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
 		return ss.execDML(ctx, st)
 	default:
-		return Result{}, unsupported("statement %T: %s", st, abbreviate(query))
+		return Result{}, nil, unsupported("statement %T: %s", st, abbreviate(query))
 	}
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
-	return Result{CommitTs: ts, DDL: true}, nil
+	return Result{CommitTs: ts, DDL: true}, nil, nil
 }
 
 // execDML runs a DML statement in the open transaction, or in its own
@@ -150,7 +190,7 @@ func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error)
 // auto-commit transaction is discarded, an explicit one is put back to the
 // savepoint taken before the statement — the writes go straight into the
 // transaction's buffer, so a large statement is held once, not staged.
-func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, error) {
+func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, *fakeupstream.Txn, error) {
 	txn := ss.txn
 	auto := txn == nil
 	if auto {
@@ -163,23 +203,24 @@ func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, error)
 		if auto {
 			_ = txn.Discard()
 		} else if rerr := txn.RollbackToSavepoint(); rerr != nil {
-			return Result{}, fmt.Errorf("%w (and the transaction could not be put back: %v)", err, rerr)
+			return Result{}, nil, fmt.Errorf("%w (and the transaction could not be put back: %v)", err, rerr)
 		}
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	res := Result{RowsAffected: n, LastInsertID: lastID}
-	if auto {
-		if txn.Len() == 0 {
-			_ = txn.Discard()
-			return res, nil
-		}
-		ts, err := txn.Commit()
-		if err != nil {
-			return Result{}, fmt.Errorf("sqlfront: commit: %w", err)
-		}
-		res.CommitTs = ts
-	} else {
+	if !auto {
 		txn.ReleaseSavepoint()
+		return res, nil, nil
 	}
-	return res, nil
+	if txn.Len() == 0 {
+		_ = txn.Discard()
+		return res, nil, nil
+	}
+	txn.DeferDurability()
+	ts, err := txn.Commit()
+	if err != nil {
+		return Result{}, txn, fmt.Errorf("sqlfront: commit: %w", err)
+	}
+	res.CommitTs = ts
+	return res, txn, nil
 }
