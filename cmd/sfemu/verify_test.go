@@ -13,6 +13,7 @@ import (
 	"github.com/searchfabric/sfemu/emulator/docstore"
 	"github.com/searchfabric/sfemu/emulator/storage"
 	"github.com/searchfabric/sfemu/fakeupstream/kvlog"
+	"github.com/searchfabric/sfemu/snapshot"
 )
 
 // verifyDataDir builds a small stopped data dir: the marker, an emulator
@@ -66,7 +67,7 @@ func verifyCLI(dir string) (string, error) {
 
 // rule: SR20 — sfemu verify: a sound data dir passes with one line per
 // store; each kind of damage (a document value, an upstream log record, the
-// marker) is listed naming the store and the record and makes the command
+// marker, the snapshot state) is listed naming the store and the record and makes the command
 // fail; a data dir in use is refused; nothing is changed.
 func TestSR20_VerifyDataDir(t *testing.T) {
 	dir := verifyDataDir(t)
@@ -112,6 +113,33 @@ func TestSR20_VerifyDataDir(t *testing.T) {
 		out, err := verifyCLI(dir)
 		if !errors.Is(err, errDamagedDir) || !strings.Contains(out, datadir.Marker+" ") {
 			t.Fatalf("want the marker listed: %v\n%s", err, out)
+		}
+	})
+	// The initial snapshot's progress is checked as the next start reads
+	// it; an entry no check covers is listed, not passed over.
+	t.Run("snapshot state", func(t *testing.T) {
+		dir := verifyDataDir(t)
+		path := filepath.Join(dir, snapshot.FileName)
+		st := &snapshot.State{Version: snapshot.StateVersion, Ts: 42, Tables: []snapshot.Table{{Name: "shop.products", PhysicalID: 1, Ranges: []snapshot.Range{{}}, Finished: true}}}
+		if err := snapshot.Save(path, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := verifyCLI(dir)
+		if err != nil || !strings.Contains(out, "snapshot at ts 42, 1 of 1 tables finished") || !strings.Contains(out, "notes.txt") {
+			t.Fatalf("sound snapshot state: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(path)
+		for _, bad := range [][]byte{b[:len(b)/2], bytes.Replace(b, []byte(`"ts":42`), []byte(`"ts":0`), 1)} {
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := verifyCLI(dir)
+			if !errors.Is(err, errDamagedDir) || !strings.Contains(out, snapshot.FileName+" ") || !strings.Contains(out, "DAMAGED") {
+				t.Fatalf("want %s listed as damaged: %v\n%s", snapshot.FileName, err, out)
+			}
 		}
 	})
 	t.Run("in use", func(t *testing.T) {

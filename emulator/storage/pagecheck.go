@@ -33,7 +33,7 @@ func checkTree(r io.ReaderAt, m *boltMeta) error {
 		if err != nil {
 			return err
 		}
-		if p.flags&boltFreelistFlag == 0 {
+		if p.flags != boltFreelistFlag { // bbolt asserts one type flag, exactly
 			return fmt.Errorf("freelist page %d has flags %#x", m.freelist, p.flags)
 		}
 	}
@@ -138,8 +138,8 @@ func (c *treeCheck) check(p *rawPage, lo, hi []byte, depth int) ([]byte, error) 
 	if p.id == 0 {
 		where = "an inline bucket page"
 	}
-	branch := p.flags&boltBranchFlag != 0
-	if branch == (p.flags&boltLeafFlag != 0) {
+	branch := p.flags == boltBranchFlag
+	if !branch && p.flags != boltLeafFlag { // bbolt asserts one type flag, exactly
 		return nil, fmt.Errorf("%s has flags %#x, neither a branch nor a leaf page", where, p.flags)
 	}
 	prev := lo

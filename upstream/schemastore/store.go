@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,14 +216,23 @@ func (s *Store) RegisterKeyspace(ctx context.Context, keyspaceID uint32) error {
 	return nil
 }
 
-// openBolt opens the file, turning bbolt panics on corrupt pages into errors.
+// openBolt opens the file, turning bbolt panics on corrupt pages into
+// errors. The file is checked first, read and not mapped (SS58): bbolt
+// maps past the end of a file cut short, where a read faults (SIGBUS),
+// and its tx.Check walks the pages on a goroutine of its own, where a
+// panic on a damaged page cannot be recovered; what bbolt itself still
+// faults on here (SetPanicOnFault) becomes a recovered panic.
 func openBolt(path string) (p *persister, err error) {
+	if err := precheckFile(path); err != nil {
+		return nil, err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt: %v", r)}
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, PreLoadFreelist: true})
 	if err != nil {
 		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
 			return nil, &CorruptError{Path: path, Reason: err.Error()}
@@ -232,8 +242,13 @@ func openBolt(path string) (p *persister, err error) {
 	return &persister{db: db, path: path}, nil
 }
 
-// checkBolt runs bbolt's own page consistency check.
+// checkBolt runs bbolt's own page consistency check. It runs tx.Check
+// only on a file precheckFile passed: every page that check visits (the
+// tree from the meta page, the freelist page) was read and checked
+// before, on this goroutine, so bbolt's checker goroutine meets no page
+// it would fault or panic on.
 func (p *persister) checkBolt() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: p.path, Reason: fmt.Sprintf("bbolt: %v", r)}
@@ -252,6 +267,7 @@ func (p *persister) checkBolt() (err error) {
 }
 
 func (s *Store) openOrCreate(ctx context.Context, p *persister, keyspaceID uint32) (st *storedState, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: p.path, Reason: fmt.Sprintf("bbolt: %v", r)}

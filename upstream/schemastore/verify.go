@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,12 +21,16 @@ func VerifyFile(path string) (err error) {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("schemastore: verify: %w", err)
 	}
+	if err := precheckFile(path); err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CorruptError{Path: path, Reason: fmt.Sprintf("bbolt: %v", r)}
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second, PreLoadFreelist: true})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return fmt.Errorf("schemastore: verify %s: the file is locked by a running store (stop it first): %w", path, err)
