@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,6 +25,45 @@ func BenchmarkE2E_InsertToSafeTs(b *testing.B) {
 	benchInsertToSafeTs(b, false, 20*time.Millisecond, 0)
 }
 
+// benchShape is the table a pipeline benchmark writes: items (document,
+// text on title, metadata_aux on price/stock) or, with all, the same plus
+// a VECTOR(4) column, so every modality of the emulator is on.
+type benchShape struct {
+	all bool
+	// safe stops the catch-up clock at safe_ts (every modality) rather
+	// than at the document modality (implied by all).
+	safe bool
+	// rate, when > 0, paces the writer to that many rows/s on average
+	// (statement i waits for start + i*perStmt/rate), whatever a
+	// statement costs under load.
+	rate int
+}
+
+// benchEmulatorOptions: SFEMU_TEXT_ENGINE=bleve runs a pipeline benchmark
+// with the bleve text engine, for the before/after comparison of issue 18
+// (default: the emulator's default engine).
+func benchEmulatorOptions() emulator.Options {
+	return emulator.Options{TextEngine: os.Getenv("SFEMU_TEXT_ENGINE")}
+}
+
+func (s benchShape) createTable() string {
+	if s.all {
+		return "CREATE TABLE bench.items (id BIGINT PRIMARY KEY, title VARCHAR(100) NOT NULL, price INT, stock INT, emb VECTOR(4))"
+	}
+	return "CREATE TABLE bench.items (id BIGINT PRIMARY KEY, title VARCHAR(100) NOT NULL, price INT, stock INT)"
+}
+
+func (s benchShape) row(sb *strings.Builder, id int) {
+	if s.all {
+		// Distinct pseudo-random directions (duplicates would make a
+		// degenerate HNSW graph that no real embedding column makes).
+		h := uint32(id) * 2654435761
+		fmt.Fprintf(sb, "(%d, 'item number %d', %d, %d, '[%d,%d,%d,%d]')", id, id, id%1000, id%50, h>>24|1, h>>16&255, h>>8&255, id%1000+1)
+		return
+	}
+	fmt.Fprintf(sb, "(%d, 'item number %d', %d, %d)", id, id, id%1000, id%50)
+}
+
 // BenchmarkE2E_Wire_InsertToSafeTs is the same over the embedded gRPC
 // servers: PD client TSO, client-go snapshots for the schema store and the
 // EventFeed log puller, the code that runs against a real cluster.
@@ -43,6 +83,24 @@ func BenchmarkE2E_Wire_Lag1sTick(b *testing.B) {
 // resolved-ts interval, pace the pause between statements (0 = as fast as
 // the SQL front takes them).
 func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
+	benchInsertShape(b, wire, tick, pace, benchShape{})
+}
+
+// BenchmarkE2E_Wire_Lag20kAll is issue 18's lag target: a 1 s
+// resolved-ts tick, the writer paced to 20k rows/s, every modality on
+// (text, vector, metadata_aux); target safe_ts p99 <= tick + 200 ms. Run
+// with -benchtime of at least 60000x rows.
+func BenchmarkE2E_Wire_Lag20kAll(b *testing.B) {
+	benchInsertShape(b, true, time.Second, 0, benchShape{all: true, rate: 20_000})
+}
+
+// BenchmarkE2E_Wire_Lag20k is BenchmarkE2E_Wire_Lag20kAll without the
+// vector column (document, text, metadata_aux).
+func BenchmarkE2E_Wire_Lag20k(b *testing.B) {
+	benchInsertShape(b, true, time.Second, 0, benchShape{rate: 20_000})
+}
+
+func benchInsertShape(b *testing.B, wire bool, tick, pace time.Duration, shape benchShape) {
 	ctx := context.Background()
 	up, err := NewUpstream(ctx, UpstreamConfig{Seed: 1, RealClock: true, ResolvedTsInterval: tick, Wire: wire})
 	if err != nil {
@@ -52,14 +110,14 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 	ss := up.SQL.NewSession("")
 	for _, q := range []string{
 		"CREATE DATABASE bench",
-		"CREATE TABLE bench.items (id BIGINT PRIMARY KEY, title VARCHAR(100) NOT NULL, price INT, stock INT)",
+		shape.createTable(),
 	} {
 		if _, err := ss.Exec(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 	}
 	dir := b.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -116,6 +174,7 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 	const perStmt = 256
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, began := cpuSeconds(), time.Now()
 	var sb strings.Builder
 	id := 0
 	rows := 0
@@ -128,7 +187,7 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			fmt.Fprintf(&sb, "(%d, 'item number %d', %d, %d)", id, id, id%1000, id%50)
+			shape.row(&sb, id)
 		}
 		res, err := ss.Exec(ctx, sb.String())
 		if err != nil {
@@ -141,6 +200,9 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 		rows += perStmt
 		if pace > 0 {
 			time.Sleep(pace)
+		}
+		if shape.rate > 0 {
+			time.Sleep(time.Until(began.Add(time.Duration(float64(rows) / float64(shape.rate) * float64(time.Second)))))
 		}
 	}
 	start := time.Now().Add(-b.Elapsed())
@@ -161,6 +223,7 @@ func benchInsertToSafeTs(b *testing.B, wire bool, tick, pace time.Duration) {
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
+	b.ReportMetric((cpuSeconds()-cpu0)*1e6/float64(rows), "cpu-µs/row")
 	close(stop)
 	<-watched
 	b.ReportMetric(float64(rows)/docDone.Sub(start).Seconds(), "rows/s")
@@ -196,7 +259,27 @@ func BenchmarkE2E_Wire_CatchUp(b *testing.B) {
 	benchCatchUp(b, true)
 }
 
+// BenchmarkE2E_Wire_CatchUpAll is issue 18's throughput target: the
+// catch-up over the wire with every modality on (text, vector,
+// metadata_aux), timed until safe_ts (not only the documents) covers the
+// last commit; target >= 150k rows/s on 2 cores. Also reports process
+// CPU per row (upstream servers included: they share the process).
+func BenchmarkE2E_Wire_CatchUpAll(b *testing.B) {
+	benchCatchUpShape(b, true, benchShape{all: true})
+}
+
+// BenchmarkE2E_Wire_CatchUpText is BenchmarkE2E_Wire_CatchUp timed until
+// safe_ts covers the last commit (document, text, metadata_aux), with
+// process CPU per row: the text modality's share of the pipeline.
+func BenchmarkE2E_Wire_CatchUpText(b *testing.B) {
+	benchCatchUpShape(b, true, benchShape{safe: true})
+}
+
 func benchCatchUp(b *testing.B, wire bool) {
+	benchCatchUpShape(b, wire, benchShape{})
+}
+
+func benchCatchUpShape(b *testing.B, wire bool, shape benchShape) {
 	ctx := context.Background()
 	up, err := NewUpstream(ctx, UpstreamConfig{Seed: 1, RealClock: true, ResolvedTsInterval: 20 * time.Millisecond, Wire: wire})
 	if err != nil {
@@ -206,7 +289,7 @@ func benchCatchUp(b *testing.B, wire bool) {
 	ss := up.SQL.NewSession("")
 	for _, q := range []string{
 		"CREATE DATABASE bench",
-		"CREATE TABLE bench.items (id BIGINT PRIMARY KEY, title VARCHAR(100) NOT NULL, price INT, stock INT)",
+		shape.createTable(),
 	} {
 		if _, err := ss.Exec(ctx, q); err != nil {
 			b.Fatal(err)
@@ -227,7 +310,7 @@ func benchCatchUp(b *testing.B, wire bool) {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			fmt.Fprintf(&sb, "(%d, 'item number %d', %d, %d)", id, id, id%1000, id%50)
+			shape.row(&sb, id)
 		}
 		res, err := ss.Exec(ctx, sb.String())
 		if err != nil {
@@ -236,13 +319,14 @@ func benchCatchUp(b *testing.B, wire bool) {
 		last = res.CommitTs
 	}
 	dir := b.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), emulator.Options{})
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer emu.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuSeconds()
 	// The whole backlog is one region's catch-up scan: no resolved ts (so
 	// no seal) arrives before its end, so the reorder bounds must hold it
 	// all (N9, N13; with the default 100 000 rows a run with b.N above
@@ -263,7 +347,9 @@ func benchCatchUp(b *testing.B, wire bool) {
 					doc = m.GetAppliedTs()
 				}
 			}
-			if doc >= last {
+			// With every modality on, the clock stops when safe_ts
+			// (the slowest modality) covers the last commit.
+			if doc >= last && (!shape.all && !shape.safe || st.GetSafeTs() >= last) {
 				break
 			}
 		}
@@ -274,4 +360,5 @@ func benchCatchUp(b *testing.B, wire bool) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric((cpuSeconds()-cpu0)*1e6/float64(b.N), "cpu-µs/row")
 }

@@ -32,10 +32,20 @@ type corpus struct {
 var (
 	corpusOnce sync.Once
 	benchCorp  *corpus
-	searchOnce sync.Once
-	searchIdx  *Index
-	searchErr  error
+	searchIdx  = map[string]Engine{} // per engine, built once per binary
 )
+
+// benchEngines are compared side by side on the same corpus.
+var benchEngines = []string{EngineMem, EngineBleve}
+
+// openBench opens an empty index of an engine as the benchmarks use it
+// (bleve: Open(""), in memory, as before issue 18).
+func openBench(eng string) (Engine, error) {
+	if eng == EngineBleve {
+		return Open("", []string{"title", "body"})
+	}
+	return OpenMem([]string{"title", "body"})
+}
 
 func buildCorpus(n int) *corpus {
 	r := rand.New(rand.NewSource(42))
@@ -74,7 +84,7 @@ func sharedCorpus() *corpus {
 	return benchCorp
 }
 
-func indexAll(x *Index, docs []Op, batch int) error {
+func indexAll(x Engine, docs []Op, batch int) error {
 	for i := 0; i < len(docs); i += batch {
 		if err := x.Apply(docs[i:min(i+batch, len(docs))]); err != nil {
 			return err
@@ -86,12 +96,18 @@ func indexAll(x *Index, docs []Op, batch int) error {
 // BenchmarkIndex indexes the whole corpus (in-memory, batches of 1,000)
 // per iteration and reports documents per second.
 func BenchmarkIndex(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run("engine="+eng, func(b *testing.B) { benchIndex(b, eng) })
+	}
+}
+
+func benchIndex(b *testing.B, eng string) {
 	c := sharedCorpus()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
-		x, err := Open("", []string{"title", "body"})
+		x, err := openBench(eng)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,22 +127,30 @@ func BenchmarkIndex(b *testing.B) {
 // BenchmarkSearch runs single queries against an index of benchDocs documents
 // built once per test binary and reports latency percentiles.
 func BenchmarkSearch(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run("engine="+eng, func(b *testing.B) { benchSearch(b, eng) })
+	}
+}
+
+func benchSearch(b *testing.B, eng string) {
 	c := sharedCorpus()
-	searchOnce.Do(func() {
-		searchIdx, searchErr = Open("", []string{"title", "body"})
-		if searchErr == nil {
-			searchErr = indexAll(searchIdx, c.docs, 1000)
+	x := searchIdx[eng]
+	if x == nil {
+		var err error
+		if x, err = openBench(eng); err == nil {
+			err = indexAll(x, c.docs, 1000)
 		}
-	})
-	if searchErr != nil {
-		b.Fatal(searchErr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		searchIdx[eng] = x
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if _, err := searchIdx.Search(c.queries[i%len(c.queries)], nil, 10, nil); err != nil {
+		if _, err := x.Search(c.queries[i%len(c.queries)], nil, 10, nil); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -136,6 +160,6 @@ func BenchmarkSearch(b *testing.B) {
 	p := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Nanoseconds()) }
 	b.ReportMetric(p(0.50), "p50-ns")
 	b.ReportMetric(p(0.99), "p99-ns")
-	n, _ := searchIdx.Count()
+	n, _ := x.Count()
 	b.ReportMetric(float64(n), "docs")
 }
