@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,9 +42,12 @@ type benchShape struct {
 
 // benchEmulatorOptions: SFEMU_TEXT_ENGINE=bleve runs a pipeline benchmark
 // with the bleve text engine, for the before/after comparison of issue 18
-// (default: the emulator's default engine).
+// (default: the emulator's default engine); SFEMU_VECTOR_HNSW_THRESHOLD
+// sets Options.VectorHNSWThreshold (-1: exact vector search only), to
+// separate the HNSW graph's cost from the rest of the vector modality.
 func benchEmulatorOptions() emulator.Options {
-	return emulator.Options{TextEngine: os.Getenv("SFEMU_TEXT_ENGINE")}
+	th, _ := strconv.Atoi(os.Getenv("SFEMU_VECTOR_HNSW_THRESHOLD"))
+	return emulator.Options{TextEngine: os.Getenv("SFEMU_TEXT_ENGINE"), VectorHNSWThreshold: th}
 }
 
 func (s benchShape) createTable() string {
