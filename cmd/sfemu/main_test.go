@@ -260,6 +260,7 @@ func (p *runProc) check() {
 // adapter in process, checks the collections against the upstream
 // (/admin/check), and stops it with SIGINT.
 func TestBinaryRunServesAndMirrors(t *testing.T) {
+	t.Parallel() // its own process, data dir and ports
 	bin := sfemuBinary(t)
 	p, before := startRun(t, filepath.Join(t.TempDir(), "data"), "--rate", "100")
 	if len(before) == 0 || !regexp.MustCompile(`^sfemu: upstream mode=embedded-grpc pd=127\.0\.0\.1:\d+ `).MatchString(before[0]) {
@@ -339,6 +340,7 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 // new writes (with a commit ts above every earlier one) and passes
 // /admin/check.
 func TestBinaryRestartResumes(t *testing.T) {
+	t.Parallel() // its own process, data dir and ports
 	data := filepath.Join(t.TempDir(), "data")
 	p, _ := startRun(t, data, "--rate", "100")
 	if p.state != "new" || p.epoch != 1 {
@@ -379,6 +381,7 @@ func TestBinaryRestartResumes(t *testing.T) {
 // the collection, and /admin/check passes. Then --fresh starts over and
 // says so.
 func TestBinaryKillResumes(t *testing.T) {
+	t.Parallel() // its own process, data dir and ports
 	data := filepath.Join(t.TempDir(), "data")
 	p, _ := startRun(t, data, "--rate", "500")
 

@@ -21,7 +21,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	mAdapterState    = desc("sfemu_adapter_state", "1 for the adapter's current state (starting, snapshotting, streaming, restarting, stopped), 0 for the others.", "state")
 	mAdapterEpoch    = desc("sfemu_adapter_epoch", "Source epoch of the running adapter (it grows at every restart).")
-	mAdapterRestarts = desc("sfemu_adapter_restarts_total", "Adapter restarts: requested over /admin/restart-adapter and after table-set changes.")
+	mAdapterRestarts = desc("sfemu_adapter_restarts_total", "Adapter restarts requested over /admin/restart-adapter (table-set changes are followed in place, with no restart).")
 	mAdapterRows     = desc("sfemu_adapter_rows_total", "Row changes the adapter delivered, across restarts.")
 	mAdapterDDLs     = desc("sfemu_adapter_ddls_total", "DDLs the adapter applied, across restarts.")
 	mAdapterFetchErr = desc("sfemu_adapter_transient_fetch_errors_total", "Transient errors fetching from the upstream that the adapter retried.")

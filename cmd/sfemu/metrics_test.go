@@ -36,8 +36,10 @@ func listedMetrics(t *testing.T) []string {
 // SR12: every metric the table lists is in a scrape of the running demo,
 // with a sane value.
 func TestBinaryMetricsListed(t *testing.T) {
+	t.Parallel() // its own process, data dir and ports
 	names := listedMetrics(t)
-	p, _ := startRun(t, t.TempDir())
+	// A low demo rate: the scrape needs rows flowing, not many.
+	p, _ := startRun(t, t.TempDir(), "--rate", "50")
 	defer p.stop(syscall.SIGINT)
 	// Rows flow and the HTTP API has answered once before the scrape.
 	getStatus(t, p.httpAddr)
@@ -69,7 +71,7 @@ func TestBinaryMetricsListed(t *testing.T) {
 		if time.Now().After(deadline) {
 			break // the checks below name what is missing
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // poll interval
 	}
 	for _, name := range names {
 		vals := sampleValues(body, name)

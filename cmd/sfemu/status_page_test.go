@@ -36,7 +36,9 @@ func getStatus(t *testing.T, addr string) httpapi.StatusDoc {
 // sent through /upstream/sql with its statement and policy; /debug/pprof/ is
 // on by default on loopback (H14).
 func TestBinaryStatusPage(t *testing.T) {
-	p, _ := startRun(t, t.TempDir())
+	t.Parallel() // its own process, data dir and ports
+	// A low demo rate: the page needs documents, not many.
+	p, _ := startRun(t, t.TempDir(), "--rate", "50")
 	defer p.stop(syscall.SIGINT)
 
 	var doc httpapi.StatusDoc
@@ -53,7 +55,7 @@ func TestBinaryStatusPage(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("status never showed 2 collections with documents and plot points: %+v", doc)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // poll interval
 	}
 	if doc.Upstream == nil || doc.Upstream.Mode != "embedded-grpc" || doc.Upstream.CurrentTs == 0 || doc.Upstream.Address == "" {
 		t.Fatalf("upstream %+v", doc.Upstream)
