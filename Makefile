@@ -4,10 +4,11 @@ BIN      := bin
 DATA_DIR ?= var/sfemu
 # Packages with goroutines or shared state get a second pass under -race, built
 # with -tags invariants so the internal/invariants checks run on every operation.
-# That pass runs -short: the tests with a -short mode (emulator E55, E76) keep
-# every concurrent path at a smaller size (fewer documents, one seed), and the
-# plain pass runs them at full size. cmd/sfemu's binary tests run in the plain
-# pass only (their sfemu binary is built without -race; see plainPassOnly).
+# That pass runs -short: the tests with a -short mode (emulator E55, E76,
+# rowcodec's round-trip property) keep every path at a smaller size (fewer
+# documents, one seed, fewer iterations), and the plain pass runs them at full
+# size. cmd/sfemu's binary tests run in the plain pass only (their sfemu binary
+# is built without -race; see plainPassOnly).
 RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/... ./sim/...
 FUZZTIME ?= 10s
 # Seeds of a simulator campaign (make sim); make test runs 1,000 (specs/sim.md SIM8).
