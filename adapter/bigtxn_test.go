@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/value"
@@ -93,6 +94,13 @@ func (r *bigTxnRig) exec(t testing.TB, q string) uint64 {
 // prewrite and its commit, small transactions commit on both tables.
 func (r *bigTxnRig) bigTxn(t testing.TB, from, n int64, bodyLen int) uint64 {
 	t.Helper()
+	return r.finishBigTxn(t, from, r.buildBigTxn(t, from, n, bodyLen))
+}
+
+// buildBigTxn buffers the rows of bigTxn in an upstream transaction
+// without prewriting them: nothing reaches the adapter yet.
+func (r *bigTxnRig) buildBigTxn(t testing.TB, from, n int64, bodyLen int) *fakeupstream.Txn {
+	t.Helper()
 	txn := r.up.Cluster.Begin()
 	body := make([]byte, bodyLen)
 	for i := range body {
@@ -112,6 +120,13 @@ func (r *bigTxnRig) bigTxn(t testing.TB, from, n int64, bodyLen int) uint64 {
 		}
 		txn.Set(key, val)
 	}
+	return txn
+}
+
+// finishBigTxn prewrites a transaction buildBigTxn made, commits the
+// interleaved small transactions, then commits it and returns its ts.
+func (r *bigTxnRig) finishBigTxn(t testing.TB, from int64, txn *fakeupstream.Txn) uint64 {
+	t.Helper()
 	if err := txn.Prewrite(); err != nil {
 		t.Fatal(err)
 	}

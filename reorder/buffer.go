@@ -212,7 +212,10 @@ type Buffer[T any] struct {
 	spilledRows  int
 	spilledBytes int64
 	spills       uint64 // runs written since New
-	err          error  // sticky run-store failure
+	merges       uint64 // merges of small runs since New (RS9)
+	mergeRuns    int    // WithRunMerge (0: the defaults)
+	smallRunRows int
+	err          error // sticky run-store failure
 
 	// lastOut is the key of the last drained row (invariant: output
 	// strictly increasing).
@@ -601,8 +604,10 @@ type SpillStats struct {
 	// Files: runs not yet removed (live, open tail, drained awaiting
 	// Acknowledge).
 	Files int
-	// Runs written since the buffer was made.
+	// Runs written since the buffer was made (merged runs included).
 	Runs uint64
+	// Merges of small runs into one since the buffer was made (RS9).
+	Merges uint64
 }
 
 // Spilled returns the buffer's spill state.
@@ -611,7 +616,7 @@ func (b *Buffer[T]) Spilled() SpillStats {
 	if b.tail != nil {
 		files++
 	}
-	return SpillStats{Rows: b.spilledRows, Bytes: b.spilledBytes, Files: files, Runs: b.spills}
+	return SpillStats{Rows: b.spilledRows, Bytes: b.spilledBytes, Files: files, Runs: b.spills, Merges: b.merges}
 }
 
 // MinUnsealedTs returns the smallest commit_ts among unsealed rows. With

@@ -96,6 +96,12 @@ func TestScripts(t *testing.T) {
 					store = newMemStore[string](rec)
 					opts = append(opts, WithRuns[string](store))
 				}
+				if d.HasArg("merge") {
+					var runs, small int
+					d.ScanArgs(t, "merge", &runs)
+					d.ScanArgs(t, "small", &small)
+					opts = append(opts, WithRunMerge[string](runs, small))
+				}
 				var window time.Duration
 				if d.HasArg("window") {
 					var s string
@@ -203,6 +209,9 @@ func TestScripts(t *testing.T) {
 					sp := b.Spilled()
 					s = fmt.Sprintf("memory: rows=%d sealed=%d unsealed=%d unsealed-bytes=%d held=%d\ndisk: rows=%d bytes=%d files=%d runs=%d\nquota: memory=%d spill=%d",
 						b.n, b.Sealed(), rows, bytes, b.Held(), sp.Rows, sp.Bytes, sp.Files, sp.Runs, mem.Used(), disk.Used())
+					if sp.Merges > 0 {
+						s += fmt.Sprintf(" merges=%d", sp.Merges)
+					}
 					if m, ok := b.MinUnsealedTs(); ok {
 						s += fmt.Sprintf("\nmin-unsealed>=%d", m)
 					}

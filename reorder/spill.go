@@ -55,7 +55,7 @@ func (b *Buffer[T]) spillMemory(size int64) error {
 	b.spills++
 	b.truncate(b.sealedN)
 	b.unsealedBytes = 0
-	return nil
+	return b.maybeMergeRuns()
 }
 
 // truncate drops the live rows in memory from index k on (they were
@@ -146,7 +146,7 @@ func (b *Buffer[T]) finishTail() error {
 		return b.fail("finish", err)
 	}
 	b.runs = append(b.runs, &run[T]{r: r, rows: t.rows, bytes: t.bytes, firstTs: t.firstTs, lastTs: t.lastTs})
-	return nil
+	return b.maybeMergeRuns()
 }
 
 // HasSealed reports whether a drain would return at least one row.

@@ -21,6 +21,7 @@ import (
 // in (commit_ts, arrival) order, the only refusal is a full spill quota,
 // the quota never goes past its limit and equals what the buffers hold,
 // and at the end every row came out once and every charge is returned.
+// rule RS9: half the buffers merge small runs; the drains are unchanged.
 func TestRS3_SpillAgainstModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
@@ -29,6 +30,7 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 		ord  int
 		size int64
 	}
+	var merges uint64
 	for round := 0; round < 60; round++ {
 		memLimit := int64(100 + rng.Intn(600))
 		mem, err := memquota.New("memory-quota", memLimit)
@@ -55,7 +57,12 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 			if rng.Intn(2) == 0 {
 				cfg.MaxUnsealedRows = 1 + rng.Intn(30) // a per-partition bound spills too
 			}
-			b, err := newBuffer[int](cfg, shift, WithRuns[int](st))
+			opts := []Option[int]{WithRuns[int](st)}
+			if rng.Intn(2) == 0 {
+				// RS9: merge small runs often (2-4 runs of < 1-8 rows).
+				opts = append(opts, WithRunMerge[int](2+rng.Intn(3), 1+rng.Intn(8)))
+			}
+			b, err := newBuffer[int](cfg, shift, opts...)
 			require.NoError(t, err)
 			parts[i] = &part{b: b, store: st, lastTs: 1}
 		}
@@ -145,6 +152,7 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 			}
 		}
 		for _, p := range parts {
+			merges += p.b.Spilled().Merges
 			require.NoError(t, p.b.SealCheckpoint(^uint64(0)))
 			got, err := p.b.Take(nil, -1)
 			require.NoError(t, err)
@@ -157,6 +165,7 @@ func TestRS3_SpillAgainstModel(t *testing.T) {
 		require.Zero(t, mem.Used(), "seed %d round %d: memory charge left", seed, round)
 		require.Zero(t, disk.Used(), "seed %d round %d: disk charge left", seed, round)
 	}
+	require.NotZero(t, merges, "seed %d: no run was merged (RS9 untested)", seed)
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

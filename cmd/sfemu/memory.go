@@ -111,16 +111,20 @@ func collectMemory(gauge func(d *prometheus.Desc, val float64, labels ...string)
 	gauge(mSpillFiles, float64(files))
 }
 
-// memoryWords is the status line's part: held and spilled MiB, spill files.
-func memoryWords(a *adapter.Adapter) string {
-	var held, spilled int64
+// memoryWords is the status line's part: held and spilled MiB, spill
+// files. Held and spilled are the quotas' counts, as on /metrics: every
+// holder of the memory quota (reorder buffers and the log puller's
+// matcher, RS1/LP13) and every spill file (reorder and prewrite runs).
+func memoryWords(mem adapter.Memory, a *adapter.Adapter) string {
 	files := 0
-	for _, ps := range a.Bridge.Stats() {
-		held += ps.HeldBytes
-		spilled += ps.SpilledBytes
-		files += ps.SpillFiles
+	if a != nil {
+		for _, ps := range a.Bridge.Stats() {
+			files += ps.SpillFiles
+		}
+		mf, _ := a.MatcherSpill()
+		files += int(mf)
 	}
-	mf, _ := a.MatcherSpill()
-	files += int(mf)
-	return fmt.Sprintf(" held=%.1fMiB spilled=%.1fMiB spill_files=%d", float64(held)/(1<<20), float64(spilled)/(1<<20), files)
+	return fmt.Sprintf(" held=%.1fMiB spilled=%.1fMiB spill_files=%d", mib(mem.Quota.Used()), mib(mem.Spill.Used()), files)
 }
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -230,7 +230,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 				last = minicdc.Stats{}
 			}
 			st := ad.RT.Stats()
-			fmt.Fprintln(out, statusLine(ctx, up, emu, ad, last, st, now.Sub(lastAt)))
+			fmt.Fprintln(out, statusLine(ctx, up, emu, adapterCfg.Memory, ad, last, st, now.Sub(lastAt)))
 			for _, p := range progressLines(ctx, board, now) {
 				fmt.Fprintln(out, "sfemu: "+p)
 			}

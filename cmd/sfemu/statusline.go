@@ -77,7 +77,7 @@ func collectionWords(c *apiv1.CollectionStatus, now uint64) string {
 // statusLine: rows/s since the last line, rows buffered in the reorder
 // buffers, DDLs so far, the last checkpoint, and per collection how far
 // safe_ts trails the upstream's current ts.
-func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, a *adapter.Adapter, prev, cur minicdc.Stats, d time.Duration) string {
+func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, mem adapter.Memory, a *adapter.Adapter, prev, cur minicdc.Stats, d time.Duration) string {
 	rate := float64(cur.RowsDelivered-prev.RowsDelivered) / d.Seconds()
 	var b strings.Builder
 	buffered := 0
@@ -85,7 +85,7 @@ func statusLine(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulato
 		buffered += ps.UnsealedRows + ps.SealedRows
 	}
 	fmt.Fprintf(&b, "sfemu: rows/s=%.0f rows=%d buffered=%d ddls=%d checkpoint_ts=%d", rate, cur.RowsDelivered, buffered, cur.DDLsDelivered, cur.LastCheckpointTs)
-	b.WriteString(memoryWords(a))
+	b.WriteString(memoryWords(mem, a))
 	if up.Cluster != nil && up.Cluster.Durable() {
 		// The embedded upstream's disk use: its log, compacted in the
 		// background (specs/fakeupstream-cluster.md DUR-12).
