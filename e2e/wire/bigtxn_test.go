@@ -33,7 +33,9 @@ func TestWireBigTransactionAcrossRegionsWithSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, rigOpts{memory: mem})
+	// The drain of the spilled transaction is part of the final wait:
+	// about a millisecond a row bounds it on 2 loaded cores.
+	r := newRig(t, rigOpts{memory: mem, safeWait: max(3*time.Minute, time.Duration(rows)*time.Millisecond)})
 	r.warmUp()
 	const base = int64(1_000_000)
 	for i := int64(1); i < 12; i++ {

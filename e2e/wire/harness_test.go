@@ -101,6 +101,9 @@ type rigOpts struct {
 	mutant *mutant
 	// memory is the adapter's memory and spill quota (zero: the default).
 	memory adapter.Memory
+	// safeWait bounds each wait for safe_ts (zero: 3 min); a run that
+	// drains a spilled transaction of a million rows needs longer.
+	safeWait time.Duration
 }
 
 // rig is one end-to-end run over real gRPC: fake cluster + SQL front ->
@@ -123,6 +126,7 @@ type rig struct {
 	items, orders, ledger *model.TableInfo
 	nextRaw               int64 // next raw-band id offset
 	nextFinal             int64
+	safeWait              time.Duration // rigOpts.safeWait
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -150,7 +154,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	t.Cleanup(func() { _ = up.Close() })
 	r := &rig{t: t, ctx: ctx, seed: seed, rng: rand.New(rand.NewSource(seed)), up: up, c: up.Cluster,
-		ss: up.SQL.NewSession(""), chk: newChecker(), mut: o.mutant, nextFinal: finalID}
+		ss: up.SQL.NewSession(""), chk: newChecker(), mut: o.mutant, nextFinal: finalID, safeWait: o.safeWait}
 	for _, q := range schema {
 		r.exec(q)
 	}
@@ -640,7 +644,11 @@ func (r *rig) waitSafeOf(tables []adapter.TableRef, ts uint64) error {
 		case <-ctx.Done():
 		}
 	}()
-	return verify.WaitSafe(ctx, r.emu, tables, ts, 3*time.Minute)
+	limit := r.safeWait
+	if limit == 0 {
+		limit = 3 * time.Minute // a hang guard
+	}
+	return verify.WaitSafe(ctx, r.emu, tables, ts, limit)
 }
 
 // stopped reports whether the adapter has stopped.

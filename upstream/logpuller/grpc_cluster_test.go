@@ -286,9 +286,16 @@ func (e *env) randomWrites(n int) {
 // and compares the consumer's state with the upstream snapshot there.
 func (e *env) caughtUp(what string) {
 	e.t.Helper()
+	e.caughtUpOn(e.rec, what)
+}
+
+// caughtUpOn is caughtUp for the span rec consumes. Spans progress on
+// their own: one span having resolved says nothing of another's.
+func (e *env) caughtUpOn(rec *stateRecorder, what string) {
+	e.t.Helper()
 	target := e.c.Oracle().Next()
 	deadline := time.Now().Add(15 * time.Second)
-	for e.rec.resolvedTs() < target {
+	for rec.resolvedTs() < target {
 		select {
 		case err := <-e.done:
 			e.cancel = nil
@@ -296,21 +303,21 @@ func (e *env) caughtUp(what string) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: resolved ts %d never reached %d (seed %d, stats %+v)", what, e.rec.resolvedTs(), target, e.seed, e.src.Stats())
+			e.t.Fatalf("%s: resolved ts %d never reached %d (seed %d, stats %+v)", what, rec.resolvedTs(), target, e.seed, e.src.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	r := e.rec.resolvedTs()
+	r := rec.resolvedTs()
 	want := e.snapshot(r)
-	got := e.rec.stateAt(r, e.base)
+	got := rec.stateAt(r, e.base)
 	if fmt.Sprint(sortedMap(want)) != fmt.Sprint(sortedMap(got)) {
 		e.t.Fatalf("%s: state at resolved ts %d differs (seed %d)\nupstream: %v\nconsumer: %v", what, r, e.seed, sortedMap(want), sortedMap(got))
 	}
-	e.rec.mu.Lock()
-	for _, v := range e.rec.violations {
+	rec.mu.Lock()
+	for _, v := range rec.violations {
 		e.t.Errorf("%s: %s (seed %d)", what, v, e.seed)
 	}
-	e.rec.mu.Unlock()
+	rec.mu.Unlock()
 }
 
 func sortedMap(m map[string]string) []string {
@@ -604,18 +611,10 @@ func TestClusterV1TwoSpansShareRegions(t *testing.T) {
 	}
 	e.randomWrites(20)
 	e.caughtUp("v1 after faults")
-	r := second.resolvedTs()
-	if r < e.start {
-		t.Fatalf("second span never resolved")
-	}
-	if fmt.Sprint(sortedMap(second.stateAt(r, e.base))) != fmt.Sprint(sortedMap(e.snapshot(r))) {
-		t.Fatalf("second span state differs at %d (seed %d)", r, e.seed)
-	}
-	second.mu.Lock()
-	for _, v := range second.violations {
-		t.Error(v)
-	}
-	second.mu.Unlock()
+	// The second span has its own streams (v1): it catches up on its own
+	// time, not when the first did (reading its resolved ts right here
+	// failed under load with nothing wrong).
+	e.caughtUpOn(second, "second span after faults")
 	if st := e.src.Stats(); st.StreamsOpened < 2 {
 		t.Errorf("streams opened %d: want separate v1 streams per span", st.StreamsOpened)
 	}

@@ -404,10 +404,30 @@ func TestGRPCDeregisterOnCancel(t *testing.T) {
 }
 
 // fakeClock is a kvevent.Clock and wall clock the test moves.
-type fakeClock struct{ ms atomic.Int64 }
+// fakeClock is the wall clock and the TSO at one settable millisecond;
+// it counts the TSO fetches (one per stuck check, T10).
+type fakeClock struct {
+	ms     atomic.Int64
+	polled atomic.Int64
+}
 
-func (f *fakeClock) CurrentTs(context.Context) (uint64, error) { return tsAt(f.ms.Load()), nil }
-func (f *fakeClock) now() time.Time                            { return time.UnixMilli(f.ms.Load()) }
+func (f *fakeClock) CurrentTs(context.Context) (uint64, error) {
+	f.polled.Add(1)
+	return tsAt(f.ms.Load()), nil
+}
+func (f *fakeClock) now() time.Time { return time.UnixMilli(f.ms.Load()) }
+
+// setAndObserve moves the clock to ms and returns once a stuck check has
+// run with it. The source fetches one TSO at a time and reads the wall
+// clock before each fetch: the first fetch counted after the store may
+// still carry the old wall clock, the second reads ms, and the third
+// starts only after the check of the second ran.
+func (f *fakeClock) setAndObserve(t *testing.T, ms int64) {
+	t.Helper()
+	f.ms.Store(ms)
+	from := f.polled.Load()
+	eventually(t, fmt.Sprintf("a stuck check at %d ms", ms), func() bool { return f.polled.Load() >= from+3 })
+}
 
 type fakeResolver struct {
 	mu    sync.Mutex
@@ -447,8 +467,10 @@ func TestGRPCStuckResolvedTsResolvesLocks(t *testing.T) {
 	eventually(t, "registered", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.regs) == 1 })
 	c.resolve(tsAt(1000))
 	eventually(t, "resolved 1000", func() bool { return rec.resolvedTs() == tsAt(1000) })
-	clk.ms.Store(3000) // 2 s: not stuck yet
-	time.Sleep(50 * time.Millisecond)
+	// The planner must see resolved ts 1000 unchanged before the clock
+	// jumps, or it would start timing the stall at the jump (T10: stuck
+	// after 4 s of no movement).
+	clk.setAndObserve(t, 3000) // 2 s: not stuck yet
 	if res.count() != 0 {
 		t.Fatalf("resolved locks before the 4 s threshold: %v", res.tasks)
 	}
