@@ -46,7 +46,7 @@ func (p *SpanPuller) holdPrewrite(st *regionState, r *cdcpb.Event_Row) (*RegionR
 		return nil, nil
 	}
 	if p.admit(delta) {
-		st.m.putPrewrite(r)
+		st.m.putPrewrite(r, delta)
 		return nil, nil
 	}
 	if p.mm.Store == nil {
@@ -57,7 +57,7 @@ func (p *SpanPuller) holdPrewrite(st *regionState, r *cdcpb.Event_Row) (*RegionR
 			return nil, p.spillFatal(st, err)
 		}
 		if delta, _ = st.m.prewriteDelta(r); p.admit(delta) {
-			st.m.putPrewrite(r)
+			st.m.putPrewrite(r, delta)
 			return nil, nil
 		}
 	}
