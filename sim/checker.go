@@ -21,10 +21,11 @@ const (
 	InvDurability  Invariant = "durability"    // SIM14
 	InvLateRows    Invariant = "no-late-rows"  // SIM15
 	InvFatal       Invariant = "fatal-trigger" // SIM16
+	InvIntegrity   Invariant = "integrity"     // SIM17, SIM18
 )
 
 // AllInvariants lists every invariant in a fixed order.
-var AllInvariants = []Invariant{InvConsistency, InvSeq, InvEpoch, InvMonotonic, InvDurability, InvLateRows, InvFatal}
+var AllInvariants = []Invariant{InvConsistency, InvSeq, InvEpoch, InvMonotonic, InvDurability, InvLateRows, InvFatal, InvIntegrity}
 
 // Violation is a broken invariant.
 type Violation struct {

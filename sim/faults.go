@@ -30,11 +30,16 @@ const (
 	FaultEIO        Kind = "eio"    // the next storage write fails with EIO
 	FaultENOSPC     Kind = "enospc" // the next storage write fails with ENOSPC
 	FaultSlowDisk   Kind = "slow-disk"
+	// Faults of sfemu's files (SIM17, SIM18), drawn from a stream of
+	// their own so that adding them left every other seed's schedule as
+	// it was.
+	FaultRot  Kind = "rot"        // a stopped sfemu's store file is damaged at rest
+	FaultTorn Kind = "torn-write" // the process dies at the next storage write, which the disk keeps in part
 )
 
 // AllKinds lists every fault kind in a fixed order.
 var AllKinds = []Kind{FaultSplit, FaultMerge, FaultLeader, FaultStoreDown, FaultStreamDrop, FaultDuplicate, FaultPartial,
-	FaultStuckLock, FaultStall, FaultAdapter, FaultEmulator, FaultCrash, FaultEIO, FaultENOSPC, FaultSlowDisk}
+	FaultStuckLock, FaultStall, FaultAdapter, FaultEmulator, FaultCrash, FaultEIO, FaultENOSPC, FaultSlowDisk, FaultRot, FaultTorn}
 
 // weights is how often each kind is drawn.
 var weights = map[Kind]int{
@@ -107,12 +112,38 @@ func ParseSchedule(text string) (Schedule, error) {
 	return out, nil
 }
 
-// makeSchedule draws a run's faults from its own random stream: between
-// zero and a few per ten steps, kinds by weight.
-func makeSchedule(rng *rand.Rand, steps int, only Kind) Schedule {
+// fileKinds are the kinds drawn by fileFaults, not by weight.
+var fileKinds = map[Kind]bool{FaultRot: true, FaultTorn: true}
+
+// makeSchedule draws a run's faults: the upstream, process and write
+// boundary faults from rng, between zero and a few per ten steps, kinds
+// by weight; the file faults from files (fileFaults).
+func makeSchedule(rng, files *rand.Rand, steps int, only Kind) Schedule {
+	out := drawSchedule(rng, steps, only)
+	if only == "" {
+		out = append(out, fileFaults(files, steps)...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	}
+	return out
+}
+
+// fileFaults draws, for about one seed in three each, one at-rest damage
+// and one torn write.
+func fileFaults(rng *rand.Rand, steps int) Schedule {
+	var out Schedule
+	for _, k := range []Kind{FaultRot, FaultTorn} {
+		step, arg := rng.Intn(steps), rng.Uint64()
+		if rng.Intn(3) == 0 {
+			out = append(out, Fault{Step: step, Kind: k, Arg: arg})
+		}
+	}
+	return out
+}
+
+func drawSchedule(rng *rand.Rand, steps int, only Kind) Schedule {
 	total := 0
 	for _, k := range AllKinds {
-		total += weights[k]
+		total += weights[k] // 0 for the file kinds
 	}
 	var out Schedule
 	n := rng.Intn(steps/4 + 2)

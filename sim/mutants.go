@@ -46,11 +46,17 @@ const (
 	MutantRetryTwice Mutant = "retry-twice"
 	// MutantAnonymousFatal loses the trigger of one fatal stop.
 	MutantAnonymousFatal Mutant = "anonymous-fatal"
+	// MutantReseal damages a stored document at rest and seals it with a
+	// checksum of the damaged bytes (a store that skipped the check).
+	MutantReseal Mutant = "reseal"
+	// MutantMetaFirst makes a torn write's meta page durable before the
+	// pages it points at (a commit that fsyncs in the wrong order).
+	MutantMetaFirst Mutant = "meta-first"
 )
 
 // AllMutants lists every mutant.
 var AllMutants = []Mutant{MutantDropRow, MutantDupRow, MutantSeqGap, MutantEpochReuse, MutantProgressRegress,
-	MutantLateRow, MutantLostAck, MutantSwallowError, MutantRetryTwice, MutantAnonymousFatal}
+	MutantLateRow, MutantLostAck, MutantSwallowError, MutantRetryTwice, MutantAnonymousFatal, MutantReseal, MutantMetaFirst}
 
 // mutantState tracks the run's mutant.
 type mutantState struct {

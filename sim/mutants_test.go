@@ -34,6 +34,8 @@ func TestSimCatchesFaultMutants(t *testing.T) {
 		{mutant: MutantSwallowError, on: FaultEIO},
 		{mutant: MutantSwallowError, on: FaultENOSPC},
 		{mutant: MutantRetryTwice, on: FaultSlowDisk},
+		{mutant: MutantReseal, on: FaultRot},
+		{mutant: MutantMetaFirst, on: FaultTorn},
 	}
 	covered := map[Kind]bool{}
 	for _, c := range cases {
@@ -60,6 +62,7 @@ func TestSimCatchesInvariantMutants(t *testing.T) {
 		{mutant: MutantLostAck, want: InvDurability},
 		{mutant: MutantLateRow, want: InvLateRows},
 		{mutant: MutantAnonymousFatal, only: FaultEIO, want: InvFatal},
+		{mutant: MutantReseal, only: FaultRot, want: InvIntegrity},
 	}
 	covered := map[Invariant]bool{}
 	for _, c := range cases {

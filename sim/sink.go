@@ -102,6 +102,9 @@ func (s *faultSink) write(what string, do func() error) error {
 		w.trace("slow disk %v at %s", d, what)
 		_ = w.c.Advance(d)
 		return do()
+	case FaultTorn:
+		w.trace("torn crash at %s", what)
+		return w.tearAt(f, what, do)
 	case FaultCrash:
 		after := f.Arg%2 == 1
 		w.trace("crash at %s after=%v", what, after)

@@ -25,11 +25,10 @@ var schema = []string{
 	"CREATE TABLE simdb.orders (id BIGINT PRIMARY KEY, item BIGINT, amount DECIMAL(10,2), status VARCHAR(16)) " +
 		"PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (200), PARTITION p1 VALUES LESS THAN (400), PARTITION p2 VALUES LESS THAN (600))",
 	"CREATE TABLE simdb.ledger (id BIGINT PRIMARY KEY, title VARCHAR(64) NOT NULL, qty INT NOT NULL DEFAULT 0)",
+	"CREATE TABLE simdb.notes (id BIGINT PRIMARY KEY, body VARCHAR(64))",
 }
 
-func (w *world) refs() []verify.TableRef {
-	return []verify.TableRef{{DB: "simdb", Table: "items"}, {DB: "simdb", Table: "orders"}, {DB: "simdb", Table: "ledger"}}
-}
+func (w *world) refs() []verify.TableRef { return w.wl.tables.refs() }
 
 // workload is the seeded SQL workload: its own random stream, so the
 // statements do not depend on the fault schedule.
@@ -42,20 +41,30 @@ type workload struct {
 	hasP3  bool
 	index  bool
 	ledger int64
+	tables *tableSet // RENAME and DROP TABLE (tableddl.go)
 }
 
 // exec runs one statement; a statement the SQL front refuses (duplicate
 // key, a partition that does not exist) writes nothing (S4) and is part
 // of the trace.
 func (wl *workload) exec(q string) {
+	if wl.tables != nil {
+		q = wl.tables.current(q)
+	}
+	_ = wl.execRaw(q)
+}
+
+// execRaw runs q as it is written.
+func (wl *workload) execRaw(q string) error {
 	res, err := wl.ss.Exec(context.Background(), q)
 	if err != nil {
 		wl.w.trace("sql %s -> error %v", q, err)
-		return
+		return err
 	}
 	wl.w.statements++
 	wl.w.lastCommit = max(wl.w.lastCommit, res.CommitTs)
 	wl.w.trace("sql %s -> %d rows ts %d", q, res.RowsAffected, res.CommitTs)
+	return nil
 }
 
 func (wl *workload) itemRow(id int) string {
@@ -157,6 +166,7 @@ func (wl *workload) step() {
 		wl.ddl()
 	default: // nothing: time passes
 	}
+	wl.tableStep()
 }
 
 // ddl runs one DDL of a kind the schema store handles (SIM4).

@@ -89,7 +89,9 @@ type world struct {
 	inTablePump bool
 	armed       *Fault // storage fault waiting for the next write
 	crashed     bool
-	expectFatal bool // an injected fault may stop the runtime
+	torn        *tornWrite // the write a torn-write crash cut (SIM18)
+	schemaRot   *schemaRot // a damaged schema store the next start meets (SIM17)
+	expectFatal bool       // an injected fault may stop the runtime
 	mutant      Mutant
 	mut         *mutantState
 	stallEnd    map[uint64]int // store down until step
@@ -131,7 +133,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	sched := cfg.Schedule
 	if sched == nil {
-		sched = makeSchedule(rand.New(rand.NewSource(cfg.Seed*7919+1)), cfg.Steps, cfg.Only)
+		sched = makeSchedule(rand.New(rand.NewSource(cfg.Seed*7919+1)), rand.New(rand.NewSource(cfg.Seed*7919+5)), cfg.Steps, cfg.Only)
 	}
 	w := &world{cfg: cfg, tick: rand.New(rand.NewSource(cfg.Seed*7919 + 2)), dir: cfg.Dir, h: sha256.New(),
 		adapterDir: filepath.Join(cfg.Dir, "adapter"), emuDir: filepath.Join(cfg.Dir, "emulator"),
@@ -172,6 +174,7 @@ func (w *world) run(sched Schedule) error {
 	for _, q := range schema {
 		w.wl.exec(q)
 	}
+	w.wl.tables = newTableSet(w.cfg.Seed)
 	w.splitTables()
 	if err := w.openEmulator(); err != nil {
 		return err
@@ -199,7 +202,7 @@ func (w *world) run(sched Schedule) error {
 // splitTables splits every physical table at its bounds and at a few
 // handles inside (as TiDB splits tables), so transactions span regions.
 func (w *world) splitTables() {
-	for _, name := range []string{"items", "orders", "ledger"} {
+	for _, name := range logicalTables {
 		ti, _, err := w.up.SQL.TableInfo("simdb", name)
 		if err != nil {
 			continue
@@ -231,6 +234,10 @@ func (w *world) startAdapter() {
 	p, err := w.startPipeline()
 	if err != nil {
 		w.trace("adapter start failed: %v", err)
+		if w.schemaRot != nil && !w.crashed {
+			w.schemaRotRefused(err)
+			return
+		}
 		if w.crashed {
 			// The crash hit one of the start's own writes.
 			w.crash()
@@ -403,8 +410,19 @@ func (w *world) crash() {
 	}
 	w.crashed = false
 	w.expectFatal = false
+	t := w.torn
+	w.torn = nil
+	if t != nil {
+		if err := w.tear(t); err != nil {
+			w.chk.fail(InvIntegrity, "writing the torn store: %v", err)
+			return
+		}
+	}
 	if err := w.reopenEmulator(); err != nil {
 		return
+	}
+	if t != nil {
+		w.checkTorn(t)
 	}
 	w.startAdapter()
 }
@@ -546,7 +564,9 @@ func (w *world) apply(f Fault) {
 		if w.reopenEmulator() == nil {
 			w.startAdapter()
 		}
-	case FaultCrash, FaultEIO, FaultENOSPC, FaultSlowDisk:
+	case FaultRot:
+		w.rot(f)
+	case FaultCrash, FaultEIO, FaultENOSPC, FaultSlowDisk, FaultTorn:
 		if w.armed == nil {
 			f := f
 			w.armed = &f
@@ -580,6 +600,10 @@ func (w *world) checkConsistency(final bool) {
 		}
 		diffs, err := verify.CheckConsistency(ctx, w.c, w.emu, []verify.TableRef{ref}, safe)
 		if err != nil {
+			// Renamed after safe_ts: read it by the name it had then.
+			diffs, err = verify.CheckConsistency(ctx, w.c, w.emu, []verify.TableRef{otherName(ref)}, safe)
+		}
+		if err != nil {
 			w.trace("check %s at %d: %v", coll, safe, err)
 			continue
 		}
@@ -610,10 +634,14 @@ func (w *world) finish() {
 		w.c.ReleaseRegion(r.ID)
 	}
 	w.armed = nil
+	w.schemaRot = nil
 	w.step = w.cfg.Steps
 	w.wl.exec("REPLACE INTO simdb.items (id, title, qty) VALUES (9999, 'final', 1)")
 	w.wl.exec("REPLACE INTO simdb.ledger (id, title, qty) VALUES (9999, 'final', 1)")
 	w.wl.exec("REPLACE INTO simdb.orders (id, item, amount, status) VALUES (1, 1, 1.00, 'final'), (201, 1, 1.00, 'final'), (401, 1, 1.00, 'final')")
+	if !w.wl.tables.dropped["notes"] {
+		w.wl.exec("REPLACE INTO simdb.notes (id, body) VALUES (9999, 'final')")
+	}
 	target := w.lastCommit
 	for round := 0; round < 400 && w.chk.failed == nil; round++ {
 		if w.allSafe(target) {
