@@ -111,6 +111,11 @@ func alignWithMapped(ctx context.Context, up *Upstream, sink normalize.Sink, ks 
 		}
 		ti, dbID, err := schemastore.LookupTable(ctx, up.Snapshot(), ts, ref.DB, ref.Table)
 		if err != nil {
+			// Renamed since (then truncated, repartitioned): at ts it had
+			// another name; its mapped partitions name it.
+			ti, dbID, err = schemastore.LookupTableByPhysicalID(ctx, up.Snapshot(), ts, ref.DB, ids[0])
+		}
+		if err != nil {
 			return nil, fmt.Errorf("adapter: collection %q maps %v, not the physical tables of %s now; reading the table at its stored progress %d: %w",
 				ref.CollectionName(), mapped, ref, ts, err)
 		}

@@ -3,8 +3,10 @@ package schemastore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -64,4 +66,21 @@ func ListTables(ctx context.Context, r kvevent.SnapshotReader, ts uint64, keep f
 		return a.Info.Name.L < b.Info.Name.L
 	})
 	return out, nil
+}
+
+// LookupTableByPhysicalID finds, by snapshot at ts, the table of database
+// db one of whose physical tables (the table itself or a partition) is
+// phys, whatever it was named then: a table renamed since ts is not found
+// at ts by its current name. It returns the table and its database id.
+func LookupTableByPhysicalID(ctx context.Context, r kvevent.SnapshotReader, ts uint64, db string, phys int64) (*model.TableInfo, int64, error) {
+	all, err := ListTables(ctx, r, ts, func(name string) bool { return strings.EqualFold(name, db) })
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range all {
+		if slices.Contains(t.Info.PhysicalIDs(), phys) {
+			return t.Info, t.DBID, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("schemastore: no table of database %s has physical table %d at ts %d", db, phys, ts)
 }
