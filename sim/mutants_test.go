@@ -15,7 +15,8 @@ type mutantCase struct {
 // maxSeeds is N: a mutant must be caught within the first N seeds.
 const maxSeeds = 12
 
-// Rule SIM20: every fault kind has a deliberate bug, armed when a fault
+// Rules SIM20, SIM17, SIM18: every fault kind (the file faults rot and
+// torn-write included) has a deliberate bug, armed when a fault
 // of that kind begins, that the simulator catches within maxSeeds seeds.
 func TestSimCatchesFaultMutants(t *testing.T) {
 	cases := []mutantCase{

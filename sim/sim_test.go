@@ -101,7 +101,7 @@ func TestSimReplaysExactly(t *testing.T) {
 	}
 }
 
-// Rules SIM1, SIM4, SIM5, SIM6, SIM8, SIM9, SIM10-SIM16: the CI budget, -seeds seeds (default 1,000) on
+// Rules SIM1, SIM4, SIM5, SIM6, SIM8, SIM9, SIM10-SIM16, SIM17, SIM18: the CI budget, -seeds seeds (default 1,000) on
 // -workers processes; every seed must pass every invariant, and the run
 // must have injected every fault kind and checked every invariant that a
 // clean run can reach.
