@@ -239,8 +239,11 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			if err != nil {
 				return nil, err
 			}
-			c.textFields, c.textIdx = fields, idx
-			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), e.gated(textApplier(idx, fields)), e.onIndexMark)
+			slot := &textSlot{eng: idx}
+			c.textFields, c.textIdx = fields, slot
+			sp := e.newTextSpill(def.GetName(), slot, fields, docs)
+			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), e.gated(sp.run), e.onIndexMark)
+			sp.w = c.textW
 			c.rebuilding = append(c.rebuilding, c.textW)
 			e.rebuildAsync(c, c.textW)
 		}
@@ -339,6 +342,9 @@ func (e *Emulator) onIndexMark(w *asyncIndex, partition string, ts uint64) {
 	e.settleLocked(c)
 	e.bumpLocked()
 }
+
+// logf writes an operational message (Options.Logf).
+func (e *Emulator) logf(format string, args ...any) { e.opts.Logf(format, args...) }
 
 // bumpLocked wakes every read waiting for freshness.
 func (e *Emulator) bumpLocked() {

@@ -99,13 +99,14 @@ var (
 	descFailed     = prometheus.NewDesc("sfemu_modality_failed", "1 when an asynchronous modality stopped on an index error (its applied_ts no longer advances, E51a).", []string{"collection", "modality"}, nil)
 	descRebuilding = prometheus.NewDesc("sfemu_collection_rebuilding", "1 while a generation is built beside the serving one (E58).", []string{"collection"}, nil)
 	descRebuildPct = prometheus.NewDesc("sfemu_collection_rebuild_percent", "Share of the documents the rebuilding generation has re-indexed, 0..100 (0 when not rebuilding).", []string{"collection"}, nil)
+	descTextMemory = prometheus.NewDesc("sfemu_text_memory_bytes", "Accounted bytes of the serving text index per collection and engine (TXT-M6): memory = in the heap, bleve = spilled to disk past Options.TextMemoryBudget (TXT-M7), where it reads 0.", []string{"collection", "engine"}, nil)
 	descGeneration = prometheus.NewDesc("sfemu_collection_generation", "Lineage generation per collection: role newest is the latest schema generation, serving the one answering searches (they differ while rebuilding).", []string{"collection", "role"}, nil)
 )
 
 type watermarkCollector struct{ e *Emulator }
 
 func (w *watermarkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs, descFailed, descRebuilding, descRebuildPct, descGeneration} {
+	for _, d := range []*prometheus.Desc{descApplied, descAppliedLag, descSafe, descSafeLag, descDocs, descFailed, descRebuilding, descRebuildPct, descGeneration, descTextMemory} {
 		ch <- d
 	}
 }
@@ -144,6 +145,10 @@ func (w *watermarkCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRebuildPct, prometheus.GaugeValue, float64(rb.GetPercent()), name)
 		ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(c.rec.GetLineage().GetGeneration()), name, "newest")
 		ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(g.rec.GetLineage().GetGeneration()), name, "serving")
+		if slot, ok := g.textIdx.(*textSlot); ok {
+			eng, b := slot.engineName()
+			ch <- prometheus.MustNewConstMetric(descTextMemory, prometheus.GaugeValue, float64(b), name, eng)
+		}
 		for _, w := range []*asyncIndex{c.textW, c.vecW} {
 			if w == nil {
 				continue

@@ -80,6 +80,27 @@ func (w *asyncIndex) rebuildProgress() (done, total int) {
 	return min(w.applied, w.target), w.target
 }
 
+// dropQueuedChanges removes every queued change, keeping the marks, and
+// returns the removed changes in queue order (TXT-M7's spill: the snapshot
+// it indexes already holds them). They count as applied for a rebuild's
+// progress.
+func (w *asyncIndex) dropQueuedChanges() [][]docstore.Change {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out [][]docstore.Change
+	kept := w.queue[:0]
+	for _, it := range w.queue {
+		if it.changes != nil {
+			out = append(out, it.changes)
+			w.applied += len(it.changes)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	w.queue = kept
+	return out
+}
+
 // stop ends the goroutine without waiting; queued work is dropped.
 func (w *asyncIndex) stop() {
 	w.mu.Lock()

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"log"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,15 @@ type Options struct {
 	// default, "": an in-memory inverted index, TXT-M1) or text.EngineBleve
 	// (bleve/scorch scratch indexes, TXT-P5), kept for comparison.
 	TextEngine string
+	// TextMemoryBudget bounds each collection's in-memory text index, in
+	// bytes as text.Mem accounts them (TXT-M6). When an index passes it,
+	// that collection's text index is rebuilt into the disk-backed bleve
+	// engine under TextScratchDir and stays there until the collection's
+	// next rebuild or Open (TXT-M7). Default 256 MiB; negative = no budget.
+	TextMemoryBudget int64
+	// Logf receives the emulator's rare operational messages (a text
+	// index spilling to disk). Default log.Printf.
+	Logf func(format string, args ...any)
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +78,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TombstoneRetention == 0 {
 		o.TombstoneRetention = 10 * time.Minute
+	}
+	if o.TextMemoryBudget == 0 {
+		o.TextMemoryBudget = defaultTextMemoryBudget
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock

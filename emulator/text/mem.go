@@ -12,7 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/registry"
 )
 
-// Mem is the emulator's default text engine (rules TXT-M1..TXT-M5): an
+// Mem is the emulator's default text engine (rules TXT-M1..TXT-M8): an
 // in-memory inverted index with the same analysis as Index (bleve's
 // standard analyzer) and the same API, built for ingest speed. Index (bleve,
 // scorch) spends ~25-35 cpu-µs per short row building and merging zap
@@ -41,6 +41,10 @@ type Mem struct {
 	lists  [][][]posting       // per field: posting lists, sorted by id
 	total  []int64             // tokens of each field summed over live documents
 	dead   int                 // retired ids still referenced by postings
+	// bytes is the accounted memory (TXT-M6, memsize.go), kept current by
+	// add and recount; keysPeak is byPK's high-water mark.
+	bytes    int64
+	keysPeak int
 
 	toks []string // scratch of apply, reused across ops (guarded by mu)
 }
@@ -85,6 +89,8 @@ func (m *Mem) reset() {
 	}
 	m.total = make([]int64, nf)
 	m.dead = 0
+	m.keysPeak = 0
+	m.recount()
 }
 
 // checkFields is the field-list validation shared by both engines.
@@ -162,7 +168,11 @@ func (m *Mem) retire(pk string) {
 
 // add indexes op as a new document id.
 func (m *Mem) add(op Op) {
+	if m.docs.n%chunkSize == 0 {
+		m.bytes += chunkBytes(m.docs.nf) + 8
+	}
 	id := m.docs.add(op.PK)
+	m.bytes += int64(len(op.PK))
 	c, off := m.docs.at(id)
 	lens := c.lensOf(off, m.docs.nf)
 	for f := range m.fields {
@@ -186,15 +196,25 @@ func (m *Mem) add(op Op) {
 				// text: copy it so the dictionary does not pin the row.
 				tid = uint32(len(m.lists[f]))
 				dict[strings.Clone(t)] = tid
+				oc := cap(m.lists[f])
 				m.lists[f] = append(m.lists[f], nil)
+				m.bytes += int64(len(t)) + mapEntryBytes + int64(cap(m.lists[f])-oc)*sliceHeader
 			}
-			m.lists[f][tid] = append(m.lists[f][tid], posting{doc: id, tf: uint32(j - i)})
+			pl := m.lists[f][tid]
+			oc := cap(pl)
+			pl = append(pl, posting{doc: id, tf: uint32(j - i)})
+			m.bytes += int64(cap(pl)-oc) * postingBytes
+			m.lists[f][tid] = pl
 			i = j
 		}
 		lens[f] = uint32(len(m.toks))
 		m.total[f] += int64(len(m.toks))
 	}
 	m.byPK[op.PK] = id
+	if len(m.byPK) > m.keysPeak {
+		m.keysPeak = len(m.byPK)
+		m.bytes += mapEntryBytes
+	}
 }
 
 // compact renumbers the live documents and drops retired postings and the
@@ -234,6 +254,7 @@ func (m *Mem) compact() {
 	}
 	m.docs = docs
 	m.dead = 0
+	m.recount()
 }
 
 // Count returns the number of indexed documents.
