@@ -48,6 +48,9 @@ type UpstreamConfig struct {
 	// rebuilds its catalog from the meta, S17). A Dir another process (or
 	// Upstream) holds fails with kvlog.ErrLocked. Empty: in memory.
 	Dir string
+	// Maintain tunes the durable cluster's background GC and compaction
+	// (fakeupstream.Config.Maintain; zero: the defaults).
+	Maintain fakeupstream.MaintainConfig
 }
 
 // NewUpstream starts the embedded cluster (empty, or reopened from
@@ -60,7 +63,7 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig) (*Upstream, error) {
 		iv = 50 * time.Millisecond
 	}
 	c, err := fakeupstream.New(fakeupstream.Config{
-		Seed: cfg.Seed, RealClock: cfg.RealClock, Stores: cfg.Stores, Dir: cfg.Dir,
+		Seed: cfg.Seed, RealClock: cfg.RealClock, Stores: cfg.Stores, Dir: cfg.Dir, Maintain: cfg.Maintain,
 		Feed: cdcfeed.Config{ResolvedTsIntervalMs: iv.Milliseconds()},
 	})
 	if err != nil {

@@ -83,6 +83,8 @@ type Cluster struct {
 	compactHook    func() // tests: runs between chunks of a compaction
 	compactChunk   int    // tests: keys per chunk (0: compactChunkKeys)
 	compacted      int64
+	compactions    int
+	lastCompact    CompactStats
 	gcPolicy       GCPolicy
 	maintainErr    error
 	maintainCancel context.CancelFunc

@@ -34,10 +34,17 @@ type MaintainConfig struct {
 	// Interval between two looks (default DefaultMaintainInterval).
 	Interval time.Duration
 	// MinBytes: the log is compacted once it is at least MinBytes and
-	// twice its size after the previous compaction (or at open)
+	// Growth times its size after the previous compaction (or at open)
 	// (default DefaultCompactMinBytes).
 	MinBytes int64
+	// Growth is that factor (default DefaultCompactGrowth; values <= 1
+	// take the default): disk use stays below Growth times the live
+	// state plus the GC window.
+	Growth float64
 }
+
+// DefaultCompactGrowth: the log is compacted once it doubled.
+const DefaultCompactGrowth = 2.0
 
 // GCPolicy answers the GC safe point the cluster may move to now (0: no
 // GC). The fake PD installs one that honours the service safe points
@@ -66,6 +73,14 @@ func (c *Cluster) LogSize() int64 {
 		return 0
 	}
 	return c.log.Size()
+}
+
+// Compactions is the number of compactions done since New and the last
+// one's figures.
+func (c *Cluster) Compactions() (int, CompactStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.compactions, c.lastCompact
 }
 
 // LogSyncs is the number of fsyncs of the durable log so far (0 in
@@ -134,6 +149,8 @@ func (c *Cluster) Compact() (CompactStats, error) {
 	st.After, st.Took = size, time.Since(start)
 	c.mu.Lock()
 	c.compacted = size
+	c.compactions++
+	c.lastCompact = st
 	c.mu.Unlock()
 	return st, nil
 }
@@ -181,7 +198,7 @@ func (c *Cluster) maintainOnce(ctx context.Context) error {
 		}
 	}
 	size := c.log.Size()
-	if size >= c.cfg.Maintain.MinBytes && size >= 2*base {
+	if size >= c.cfg.Maintain.MinBytes && float64(size) >= c.cfg.Maintain.Growth*float64(base) {
 		_, err := c.Compact()
 		return err
 	}

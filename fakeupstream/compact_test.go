@@ -178,3 +178,46 @@ func TestDUR11CompactionWithConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestDUR12CompactionGrowthFactor: MaintainConfig.Growth sets how much the
+// log may grow past its size after the last compaction before the next
+// one (default 2): below it a round leaves the log alone, at it the round
+// compacts, and Compactions counts it. rule: DUR-12
+func TestDUR12CompactionGrowthFactor(t *testing.T) {
+	c := openDir(t, t.TempDir(), fakeupstream.Config{Seed: 4, Maintain: fakeupstream.MaintainConfig{Off: true, MinBytes: 1, Growth: 1.5}})
+	defer c.Close()
+	put := func(n int) {
+		for i := 0; i < n; i++ {
+			if _, err := c.Put(key(i%20), []byte(fmt.Sprintf("v%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(100)
+	if err := c.RunMaintenance(); err != nil {
+		t.Fatal(err)
+	}
+	n, st := c.Compactions()
+	if n != 1 || st.After != c.LogSize() {
+		t.Fatalf("%d compactions (last %+v), log %d: want the first round to compact", n, st, c.LogSize())
+	}
+	base := c.LogSize()
+	for c.LogSize() < base*3/2-64 {
+		put(1)
+	}
+	if err := c.RunMaintenance(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Compactions(); n != 1 {
+		t.Fatalf("compacted at %d bytes, below 1.5 x %d", c.LogSize(), base)
+	}
+	for c.LogSize() < base*3/2 {
+		put(1)
+	}
+	if err := c.RunMaintenance(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Compactions(); n != 2 {
+		t.Fatalf("not compacted at %d bytes, 1.5 x %d reached", c.LogSize(), base)
+	}
+}

@@ -78,6 +78,9 @@ func (c *Cluster) startMaintenance() {
 	if m.MinBytes <= 0 {
 		m.MinBytes = DefaultCompactMinBytes
 	}
+	if m.Growth <= 1 {
+		m.Growth = DefaultCompactGrowth
+	}
 	c.compacted = c.log.Size()
 	if m.Off {
 		return

@@ -397,7 +397,10 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 			muts = append(muts, m)
 		}
 	}
-	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl}
+	// The whole buffer goes to the store without a copy: Set, Delete and
+	// LockKey cloned what they buffered, and nothing writes to it after
+	// the prewrite (MVCC-11).
+	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl, Handoff: all}
 	t.c.mu.Lock()
 	if t.async {
 		// min_commit_ts is taken under the cluster lock, as TiKV derives

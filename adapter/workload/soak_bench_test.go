@@ -58,8 +58,11 @@ func rssBytes() int64 {
 // SFEMU_SOAK_DURATION=10m SFEMU_SOAK_ROWS=1000000). It logs one line per
 // window (a minute, or a fifth of a shorter run): tx/s, CPU of the process
 // (the workload, SQL front, MVCC, log and maintenance all run in it),
-// heap, RSS and log size; and reports the first and last window's rate,
-// their ratio, CPU, and heap/RSS/log growth. Numbers, not asserts: the
+// heap, RSS, log size, fsyncs and compactions; and reports the first and last window's rate,
+// their ratio, CPU, and heap/RSS/log growth. SFEMU_SOAK_LANES sets the
+// runner's lanes (default workload.DefaultLanes), SFEMU_SOAK_COMPACT_GROWTH
+// the compaction trigger (MaintainConfig.Growth, default 2: with 1M rows
+// the log doubles in about an hour; 1.1 shows a compaction within 10 min). Numbers, not asserts: the
 // machine's load decides them.
 func BenchmarkSoak(b *testing.B) {
 	dur, err := time.ParseDuration(soakEnv(b, "SFEMU_SOAK_DURATION", "30s"))
@@ -78,6 +81,14 @@ func BenchmarkSoak(b *testing.B) {
 	if err != nil {
 		b.Fatalf("SFEMU_SOAK_GC_LIFETIME: %v", err)
 	}
+	lanes, err := strconv.Atoi(soakEnv(b, "SFEMU_SOAK_LANES", "0"))
+	if err != nil {
+		b.Fatalf("SFEMU_SOAK_LANES: %v", err)
+	}
+	growth, err := strconv.ParseFloat(soakEnv(b, "SFEMU_SOAK_COMPACT_GROWTH", "0"), 64)
+	if err != nil {
+		b.Fatalf("SFEMU_SOAK_COMPACT_GROWTH: %v", err)
+	}
 	window := time.Minute
 	if dur < 3*time.Minute {
 		window = dur / 5
@@ -86,6 +97,7 @@ func BenchmarkSoak(b *testing.B) {
 		ctx := context.Background()
 		cfg := adapter.UpstreamConfig{Seed: 1, RealClock: true, Wire: true, Dir: b.TempDir()}
 		cfg.Servers.GCLifeTime = life
+		cfg.Maintain.Growth = growth
 		up, err := adapter.NewUpstream(ctx, cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -111,7 +123,7 @@ func BenchmarkSoak(b *testing.B) {
 			}
 		}
 		b.Logf("filled demo.products with %d rows in %v; log %.1f MiB", rows, time.Since(fill).Round(time.Second), float64(up.Cluster.LogSize())/(1<<20))
-		r, err := workload.New(ctx, up.SQL, up.Cluster, workload.Config{Seed: 1, Rate: rate, DDLEvery: 500})
+		r, err := workload.New(ctx, up.SQL, up.Cluster, workload.Config{Seed: 1, Rate: rate, DDLEvery: 500, Lanes: lanes})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -127,7 +139,7 @@ func BenchmarkSoak(b *testing.B) {
 		}
 		var series []sample
 		var ms runtime.MemStats
-		steps0, cpu0, t0 := r.Steps(), cpuTime(), time.Now()
+		steps0, cpu0, t0, syncs0 := r.Steps(), cpuTime(), time.Now(), up.Cluster.LogSyncs()
 		runtime.ReadMemStats(&ms)
 		heap0, rss0, log0 := int64(ms.HeapInuse), rssBytes(), up.Cluster.LogSize()
 		b.Logf("start: heap %.0f MiB rss %.0f MiB log %.1f MiB", float64(heap0)/(1<<20), float64(rss0)/(1<<20), float64(log0)/(1<<20))
@@ -139,7 +151,7 @@ func BenchmarkSoak(b *testing.B) {
 				b.Fatalf("workload stopped: %v", err)
 			case <-time.After(window):
 			}
-			steps, cpu, now := r.Steps(), cpuTime(), time.Now()
+			steps, cpu, now, syncs := r.Steps(), cpuTime(), time.Now(), up.Cluster.LogSyncs()
 			prof.stop()
 			prof = startWindowProfile(b, len(series)+2)
 			runtime.ReadMemStats(&ms)
@@ -147,9 +159,11 @@ func BenchmarkSoak(b *testing.B) {
 			s := sample{rate: float64(steps-steps0) / el, cpu: float64(cpu-cpu0) / float64(now.Sub(t0)),
 				heap: int64(ms.HeapInuse), rss: rssBytes(), logBytes: up.Cluster.LogSize()}
 			series = append(series, s)
-			b.Logf("window %d: %.0f tx/s cpu %.0f%% heap %.0f MiB rss %.0f MiB log %.1f MiB", len(series), s.rate, 100*s.cpu,
-				float64(s.heap)/(1<<20), float64(s.rss)/(1<<20), float64(s.logBytes)/(1<<20))
-			steps0, cpu0, t0 = steps, cpu, now
+			nc, lc := up.Cluster.Compactions()
+			b.Logf("window %d: %.0f tx/s cpu %.0f%% heap %.0f MiB rss %.0f MiB log %.1f MiB fsyncs %.0f/s compactions %d (last %.0f -> %.0f MiB in %v)",
+				len(series), s.rate, 100*s.cpu, float64(s.heap)/(1<<20), float64(s.rss)/(1<<20), float64(s.logBytes)/(1<<20),
+				float64(syncs-syncs0)/el, nc, float64(lc.Before)/(1<<20), float64(lc.After)/(1<<20), lc.Took.Round(time.Millisecond))
+			steps0, cpu0, t0, syncs0 = steps, cpu, now, syncs
 		}
 		prof.stop()
 		cancel()

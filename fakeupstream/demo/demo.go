@@ -124,11 +124,13 @@ func ResumeLanes(ctx context.Context, srv *sqlfront.Server, ts uint64, ws []*Wor
 	if !Exists(srv) {
 		return nil
 	}
-	products, err := readResolving(ctx, srv, "products", ts)
+	// The small table first: the large one may take long enough to be
+	// read again at a fresh ts (readResolving).
+	events, err := readResolving(ctx, srv, "events", ts)
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
-	events, err := readResolving(ctx, srv, "events", ts)
+	products, err := readResolving(ctx, srv, "products", ts)
 	if err != nil {
 		return fmt.Errorf("demo: resume: %w", err)
 	}
@@ -237,8 +239,16 @@ func (w *Workload) ddl(ctx context.Context) error {
 // a restart right after kill -9 does not fail on the dead writer's lock.
 func readResolving(ctx context.Context, srv *sqlfront.Server, table string, ts uint64) (*sqlfront.TableSnapshot, error) {
 	deadline := time.Now().Add(time.Minute)
-	for {
+	for tries := 0; ; tries++ {
 		snap, err := sqlfront.ReadTable(ctx, srv.Cluster(), Database, table, ts)
+		if errors.Is(err, mvcc.ErrGCTooEarly) && tries < 3 {
+			// Reading a large table on a loaded machine outlasted the GC
+			// life time: the ids only grow, so a fresh snapshot serves.
+			if ts, err = srv.Cluster().CurrentTs(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		le := (*mvcc.LockedError)(nil)
 		if !errors.As(err, &le) || time.Now().After(deadline) {
 			return snap, err

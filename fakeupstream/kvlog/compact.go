@@ -296,7 +296,7 @@ func (c *Compaction) Finish() (int64, error) {
 	l.f, c.f = c.f, nil
 	c.done = true
 	l.base = l.appended - c.off
-	l.durable = l.appended
+	l.durable, l.written = l.appended, l.appended
 	l.buf = l.buf[:0]
 	l.cmp = nil
 	if err := c.io.SyncDir(c.dir); err != nil {

@@ -69,7 +69,7 @@ type Log struct {
 
 	mu    sync.Mutex
 	cond  sync.Cond
-	buf   []byte // records in [durable, appended)
+	buf   []byte // records in [written, appended)
 	spare []byte
 	// appended and durable are logical offsets: bytes ever appended, so
 	// an offset a caller holds stays meaningful after a compaction
@@ -77,12 +77,18 @@ type Log struct {
 	// byte (file offset = logical - base).
 	appended int64
 	durable  int64
+	// written: records below it are in the file, maybe not yet fsynced
+	// (durable <= written <= appended); a large transaction's records
+	// are written behind (writeBehindBytes) before its commit syncs them.
+	written  int64
 	base     int64
 	flushing bool
 	syncs    int64 // fsyncs of appended records done so far
-	err      error // sticky write error
-	closed   bool
-	readOnly bool // Verify: replay reports a torn tail instead of dropping it
+	// writeBehinds counts writes without an fsync (writeBehindLocked).
+	writeBehinds int64
+	err          error // sticky write error
+	closed       bool
+	readOnly     bool // Verify: replay reports a torn tail instead of dropping it
 
 	// The state outside the MVCC store that a compacted file must start
 	// with: the highest GC safe point and TSO mark, the last region
@@ -141,7 +147,7 @@ func Open(dir string, apply func(off int64, r Record) error) (*Log, Stats, error
 		lockf.Close()
 		return nil, st, err
 	}
-	l.appended, l.durable = end, end
+	l.appended, l.durable, l.written = end, end, end
 	st.Size = end
 	return l, st, nil
 }
@@ -314,6 +320,7 @@ func (l *Log) PutLock(lk *mvcc.Lock) {
 		if c := l.cmp; c != nil && c.copied(lk.Key) {
 			c.buf = AppendLock(c.buf, lk)
 		}
+		l.writeBehindLocked()
 	}
 	l.mu.Unlock()
 }
@@ -328,6 +335,7 @@ func (l *Log) AddWrite(key []byte, w mvcc.Write, unlock bool) {
 		if c := l.cmp; c != nil && c.copied(key) {
 			c.buf = AppendWrite(c.buf, key, &w, unlock)
 		}
+		l.writeBehindLocked()
 	}
 	l.mu.Unlock()
 }
@@ -342,6 +350,7 @@ func (l *Log) DelLock(key []byte, startTs uint64) {
 		if c := l.cmp; c != nil && c.copied(key) {
 			c.buf = AppendDelLock(c.buf, key, startTs)
 		}
+		l.writeBehindLocked()
 	}
 	l.mu.Unlock()
 }
@@ -450,10 +459,45 @@ func (l *Log) Sync(lsn int64) error {
 	return nil
 }
 
+// writeBehindBytes: once this much is buffered and not written, an append
+// writes it to the file without an fsync, so a large transaction's records
+// (its prewrite's locks and its commit's writes, values included) are not
+// held in memory until the commit syncs them (DUR-14). What is written
+// but not synced is not durable: a crash may keep or lose it, as any
+// unacknowledged record (DUR-2, DUR-4).
+const writeBehindBytes = 4 << 20
+
+// writeBehindLocked writes the buffer without an fsync when it is past
+// writeBehindBytes and no flush is under way (mu released while writing).
+func (l *Log) writeBehindLocked() {
+	if len(l.buf) < writeBehindBytes || l.flushing || l.err != nil {
+		return
+	}
+	l.flushing = true
+	data, at, target := l.buf, l.written, l.appended
+	fileAt := at - l.base
+	l.buf = l.spare[:0]
+	l.spare = nil
+	l.mu.Unlock()
+	_, err := l.f.WriteAt(data, fileAt)
+	l.mu.Lock()
+	if cap(data) <= 8<<20 {
+		l.spare = data[:0]
+	}
+	l.flushing = false
+	if err != nil {
+		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
+	} else {
+		l.written = target
+		l.writeBehinds++
+	}
+	l.cond.Broadcast()
+}
+
 // flushLocked writes and fsyncs the buffer with mu released.
 func (l *Log) flushLocked() {
 	l.flushing = true
-	data, at, target := l.buf, l.durable, l.appended
+	data, at, target := l.buf, l.written, l.appended
 	fileAt := at - l.base
 	l.buf = l.spare[:0]
 	l.spare = nil
@@ -470,7 +514,7 @@ func (l *Log) flushLocked() {
 	if err != nil {
 		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
 	} else {
-		l.durable = target
+		l.durable, l.written = target, target
 		l.syncs++
 	}
 	l.cond.Broadcast()

@@ -70,6 +70,18 @@ func (s *Store) SetObserver(obs Observer) { s.obs = obs }
 
 func (s *Store) get(key []byte) *entry { return s.byKey[string(key)] }
 
+// getOrAdopt is getOrCreate keeping key itself for a new entry (the
+// caller handed it over: PrewriteOptions.Handoff).
+func (s *Store) getOrAdopt(key []byte) *entry {
+	if e := s.get(key); e != nil {
+		return e
+	}
+	e := &entry{key: key}
+	s.tree.ReplaceOrInsert(e)
+	s.byKey[keyString(e.key)] = e
+	return e
+}
+
 func (s *Store) getOrCreate(key []byte) *entry {
 	if e := s.get(key); e != nil {
 		return e
@@ -221,6 +233,11 @@ type PrewriteOptions struct {
 	AsyncCommit bool
 	Secondaries [][]byte
 	MinCommitTs uint64
+	// Handoff gives the mutations' keys and values to the store: it keeps
+	// them without a copy, and the caller never writes to them again. A
+	// large transaction's buffer then becomes the store's data instead of
+	// being held twice until the commit (MVCC-11).
+	Handoff bool
 }
 
 // Prewrite locks every mutation's key for txn opts.StartTs, all or
@@ -234,18 +251,29 @@ func (s *Store) Prewrite(muts []Mutation, opts PrewriteOptions) error {
 	if err := s.checkConflicts(muts, opts.StartTs); err != nil {
 		return err
 	}
+	// One copy of the primary for all the locks of this request.
+	primary := append([]byte(nil), opts.Primary...)
 	for _, m := range muts {
-		e := s.getOrCreate(m.Key)
+		var e *entry
+		if opts.Handoff {
+			e = s.getOrAdopt(m.Key)
+		} else {
+			e = s.getOrCreate(m.Key)
+		}
 		if e.lock != nil { // same txn, checked above
 			continue
 		}
+		value := m.Value
+		if !opts.Handoff {
+			value = append([]byte(nil), m.Value...)
+		}
 		l := &Lock{
 			Key:            e.key,
-			Primary:        append([]byte(nil), opts.Primary...),
+			Primary:        primary,
 			StartTs:        opts.StartTs,
 			TTL:            opts.TTL,
 			Op:             m.Op,
-			Value:          append([]byte(nil), m.Value...),
+			Value:          value,
 			MinCommitTs:    opts.MinCommitTs,
 			UseAsyncCommit: opts.AsyncCommit,
 		}
