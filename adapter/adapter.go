@@ -32,6 +32,9 @@ type Adapter struct {
 	// puller's prewrite runs are counted there.
 	spillDir *spill.Dir
 
+	// stopAdds cancels the snapshots of joining tables (LT6).
+	stopAdds context.CancelFunc
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -46,6 +49,10 @@ type Adapter struct {
 func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config) (*Adapter, error) {
 	if len(cfg.Tables) == 0 {
 		return nil, errors.New("adapter: no tables to mirror")
+	}
+	// A joining table's snapshot a stop interrupted is dropped (LT6).
+	if err := dropUnfinishedAdds(ctx, cfg.sink(emu), cfg, cfg.Log); err != nil {
+		return nil, err
 	}
 	// A fresh data dir reads the tables at a snapshot ts first (SN1).
 	if a, ok, err := startWithSnapshot(ctx, up, emu, cfg); ok {
@@ -112,17 +119,20 @@ func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, 
 		ids[i] = t.PhysicalID
 	}
 	live := newLiveSet(callbacks(rp.bridge, cfg.Tap, hold), rp.bridge, up, cfg.Filter, cfg.Log, tables)
+	addCtx, addCancel := context.WithCancel(context.Background())
+	live.add = &addRuntime{ctx: addCtx, up: up, sink: cfg.sink(emu), cfg: cfg}
 	rt, err := startRuntime(ctx, up, feed.store,
 		runtimeConfig{StartTs: startTs, TableIDs: ids, TableStartTs: TableStarts(rp.resume, cfg.Bridge.KeyspaceID, tables),
 			DDLPollLimit: cfg.DDLPollLimit, Poll: cfg.SourcePoll, Options: cfg.Runtime, Matcher: cfg.matcherMemory()},
 		live)
 	if err != nil {
+		addCancel()
 		_ = feed.stop()
 		return fail(err)
 	}
 	live.attach(rt)
 
-	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold, live: live, spillDir: cfg.Bridge.Spill.Dir}
+	a := &Adapter{RT: rt, Bridge: rp.bridge, Resume: rp.resume, Tables: tables, feed: feed, gcHold: hold, live: live, spillDir: cfg.Bridge.Spill.Dir, stopAdds: addCancel}
 	if hold != nil {
 		a.GC = hold.SafePoint()
 	}
@@ -140,6 +150,12 @@ func (a *Adapter) Done() <-chan struct{} { return a.RT.Done() }
 // returns the runtime's fatal error, if any. It is idempotent.
 func (a *Adapter) Close() error {
 	a.closeOnce.Do(func() {
+		// Snapshots of joining tables stop first; their marks stay, so the
+		// next start drops what they wrote (LT6).
+		if a.stopAdds != nil {
+			a.stopAdds()
+		}
+		a.live.wg.Wait()
 		err := a.RT.Close()
 		// What the reorder buffers still hold was not acknowledged: the
 		// next adapter redelivers it; return its memory and spill files.

@@ -17,6 +17,7 @@ import (
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 	"github.com/searchfabric/sfemu/tablefilter"
+	"github.com/searchfabric/sfemu/upstream/pd"
 	"github.com/searchfabric/sfemu/upstream/schemastore"
 )
 
@@ -39,6 +40,12 @@ type liveSet struct {
 	// detached are the physical ids renamed out of the filter or removed
 	// in this run, with the collection kept for them (LT3).
 	detached map[int64]string
+	// snaps are the snapshots of joining tables running now (LT6).
+	snaps []*addSnapshot
+
+	// add lets joining tables with rows be snapshotted (nil: not).
+	add *addRuntime
+	wg  sync.WaitGroup // the snapshots' goroutines
 }
 
 // followedTable is what the live set knows of a followed physical table.
@@ -74,6 +81,10 @@ func (l *liveSet) OnCheckpoint(ctx context.Context, cp minicdc.Checkpoint) error
 }
 
 func (l *liveSet) OnDDL(ctx context.Context, ev minicdc.DDL) error {
+	// A DDL waits for the snapshots of joining tables (LT6).
+	if err := l.waitAdds(ctx); err != nil {
+		return err
+	}
 	if err := l.next.OnDDL(ctx, ev); err != nil {
 		return err
 	}
@@ -135,7 +146,8 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 			created = []*minicdc.TableInfo{ev.Table}
 		}
 		for _, ti := range created {
-			if err := l.join(rt, ev.SchemaName, ev.SchemaID, ti, T, "created"); err != nil {
+			// A recovered table has its rows back: they are copied (LT6).
+			if err := l.join(rt, ev.SchemaName, ev.SchemaID, ti, T, "created", ev.Action == minicdc.ActionRecoverTable); err != nil {
 				return err
 			}
 		}
@@ -159,7 +171,7 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 				ev.JobID, T, ev.OldSchemaName, ev.OldTableName, ev.SchemaName, ev.TableName, l.filter, names, T)
 		case !following && matches:
 			// Renamed into the filter: follow from the rename on (LT1).
-			if err := l.join(rt, ev.SchemaName, ev.SchemaID, ev.Table, T, "renamed into the filter"); err != nil {
+			if err := l.join(rt, ev.SchemaName, ev.SchemaID, ev.Table, T, "renamed into the filter", true); err != nil {
 				return err
 			}
 		case following:
@@ -179,8 +191,9 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 }
 
 // join starts following a table that appeared at T (LT1): collection
-// `<db>.<table>` created at T, subscription from T.
-func (l *liveSet) join(rt *minicdc.Runtime, db string, dbID int64, ti *minicdc.TableInfo, T uint64, why string) error {
+// `<db>.<table>` created at T, subscription from T; with copy (a table
+// that may hold rows), its rows at T are snapshotted (LT6).
+func (l *liveSet) join(rt *minicdc.Runtime, db string, dbID int64, ti *minicdc.TableInfo, T uint64, why string, copy bool) error {
 	if l.filter == nil || ti == nil || !l.filter.Match(db, ti.Name.O) {
 		return nil
 	}
@@ -199,7 +212,21 @@ func (l *liveSet) join(rt *minicdc.Runtime, db string, dbID int64, ti *minicdc.T
 	for i, id := range ids {
 		tables[i] = normalize.Table{PhysicalID: id, SchemaID: dbID, Database: db, Info: ti}
 	}
+	copy = copy && l.add != nil
+	var hold *pd.Hold
+	if copy {
+		var err error
+		if hold, err = l.holdAt(db+"."+ti.Name.O, T); err != nil {
+			return err
+		}
+	}
+	stopHold := func() {
+		if hold != nil {
+			_ = hold.Stop(true)
+		}
+	}
 	if err := l.bridge.AddTables(context.Background(), tables, T); err != nil {
+		stopHold()
 		var exists *normalize.CollectionExistsError
 		if errors.As(err, &exists) {
 			fmt.Fprintf(l.log, "sfemu: table %s.%s %s at ts %d matches --tables %q, but %v: not followed\n", db, ti.Name.O, why, T, l.filter, err)
@@ -207,12 +234,27 @@ func (l *liveSet) join(rt *minicdc.Runtime, db string, dbID int64, ti *minicdc.T
 		}
 		return err
 	}
+	var snap *addSnapshot
+	if copy {
+		var err error
+		if snap, err = l.startAdd(db+"."+ti.Name.O, normalize.DefaultCollectionName(db, ti.Name.O), ids, T, hold); err != nil {
+			stopHold()
+			return err
+		}
+	}
 	if err := rt.ChangeTablesInDDL(minicdc.TableChange{Add: ids, StartTs: T}); err != nil {
+		if snap != nil {
+			l.finishAdd(snap, err)
+		}
 		return err
 	}
 	l.remember(tables)
-	fmt.Fprintf(l.log, "sfemu: table %s.%s %s at ts %d matches --tables %q: following physical tables %v from ts %d into collection %q\n",
-		db, ti.Name.O, why, T, l.filter, ids, T, normalize.DefaultCollectionName(db, ti.Name.O))
+	if snap != nil {
+		l.wg.Add(1)
+		go l.runAdd(snap)
+	}
+	fmt.Fprintf(l.log, "sfemu: table %s.%s %s at ts %d matches --tables %q: following physical tables %v from ts %d into collection %q%s\n",
+		db, ti.Name.O, why, T, l.filter, ids, T, normalize.DefaultCollectionName(db, ti.Name.O), map[bool]string{true: ", its rows at that ts copied first"}[snap != nil])
 	return nil
 }
 
@@ -344,17 +386,16 @@ func dedupe(ids []int64) []int64 {
 }
 
 // AddTable starts mirroring db.table of the running adapter's cluster
-// from now (LT5, POST /admin/tables): the table is read at the ts the
-// runtime fixes (the TSO), its collection `<db>.<table>` created there
-// (or an existing one that maps exactly its partitions resumed), and
-// every change committed after it mirrored. Rows already in the table are
-// not copied (no snapshot, LT5).
+// from now (LT5, LT6, POST /admin/tables): the table joins at the ts S
+// the runtime fixes (the TSO), its collection `<db>.<table>` is created
+// there, the rows it holds at S are copied in the background (WaitAdded
+// waits for it) and every change committed after S is mirrored after
+// them. It returns once the table is followed.
 func (a *Adapter) AddTable(ctx context.Context, db, table string) ([]int64, error) {
 	l := a.live
 	if ids := l.idsOf(db, table); len(ids) > 0 {
 		return nil, fmt.Errorf("adapter: table %s.%s is already mirrored (physical tables %v)", db, table, ids)
 	}
-	var ids []int64
 	var tables []normalize.Table
 	// The table's physical ids are needed before the runtime fixes the ts:
 	// read them now; Prepare re-reads the definition at the fixed ts.
@@ -366,7 +407,8 @@ func (a *Adapter) AddTable(ctx context.Context, db, table string) ([]int64, erro
 	if err != nil {
 		return nil, fmt.Errorf("adapter: adding %s.%s: %w", db, table, err)
 	}
-	ids = minicdc.NewTableInfo(ti).PhysicalIDs()
+	ids := minicdc.NewTableInfo(ti).PhysicalIDs()
+	var snap *addSnapshot
 	err = a.RT.ChangeTables(ctx, minicdc.TableChange{Add: ids, Prepare: func(ts uint64) error {
 		at, dbID, err := schemastore.LookupTable(ctx, l.up.Snapshot(), ts, db, table)
 		if err != nil {
@@ -380,12 +422,32 @@ func (a *Adapter) AddTable(ctx context.Context, db, table string) ([]int64, erro
 		for i, id := range ids {
 			tables[i] = normalize.Table{PhysicalID: id, SchemaID: dbID, Database: db, Info: info}
 		}
-		return a.Bridge.AddTables(ctx, tables, ts)
+		// GC is held at S before anything reads at it (LT6).
+		hold, err := l.holdAt(db+"."+at.Name.O, ts)
+		if err != nil {
+			return err
+		}
+		if err := a.Bridge.AddTables(ctx, tables, ts); err != nil {
+			if hold != nil {
+				_ = hold.Stop(true)
+			}
+			return err
+		}
+		snap, err = l.startAdd(db+"."+at.Name.O, a.Bridge.CollectionOf(ids[0]), ids, ts, hold)
+		if err != nil && hold != nil {
+			_ = hold.Stop(true)
+		}
+		return err
 	}})
 	if err != nil {
+		if snap != nil {
+			l.finishAdd(snap, err)
+		}
 		return nil, err
 	}
 	l.remember(tables)
+	l.wg.Add(1)
+	go l.runAdd(snap)
 	return ids, nil
 }
 

@@ -47,7 +47,10 @@ type partition struct {
 	// the new id of a truncated table or partition): this run's runtime
 	// does not subscribe it, so it gets no rows and reports nothing until
 	// the adapter restarts with the new table set (N34).
-	added       bool
+	added bool
+	// held: a snapshot is being ingested into it (LT6); checkpoints
+	// only record lastCP until ReleasePartitions.
+	held        bool
 	drained     []reorder.Item[Mutation]
 	cuts        []int
 	alloc       protoAlloc

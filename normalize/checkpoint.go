@@ -9,7 +9,7 @@ import (
 
 // advance stores the partition's progress when it grew (N22, N23).
 func (b *Bridge) advance(ctx context.Context, p *partition, ts uint64) error {
-	if p.retired || !p.coll.active || ts <= p.advanced {
+	if p.held || p.retired || !p.coll.active || ts <= p.advanced {
 		return nil
 	}
 	if _, err := b.sink.AdvancePartition(ctx, &apiv1.PartitionProgress{
@@ -63,6 +63,9 @@ func (b *Bridge) Checkpoint(ctx context.Context, tableResolved map[int64]uint64)
 			return &CheckpointRegressionError{Partition: p.name, Old: p.lastCP, New: ts}
 		}
 		p.lastCP = ts
+		if p.held {
+			continue // its snapshot is being ingested (LT6)
+		}
 		if err := b.drainAndIngest(ctx, p, ts, false); err != nil {
 			return err
 		}

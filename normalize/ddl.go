@@ -35,6 +35,9 @@ func (b *Bridge) DDL(ctx context.Context, ddl minicdc.DDL) error {
 		// acknowledged, below). Every row at or below T of every path was
 		// delivered (the DDL fence is the min over all tables, M29).
 		for _, p := range b.parts {
+			if p.held {
+				continue // stores no progress until its snapshot ends (LT6)
+			}
 			if err := b.drainAndIngest(ctx, p, T, true); err != nil {
 				return err
 			}
@@ -46,6 +49,9 @@ func (b *Bridge) DDL(ctx context.Context, ddl minicdc.DDL) error {
 		}
 		if coll.appliedBefore(T, ev.JobID) {
 			continue // already applied (N28)
+		}
+		if held := heldIn(coll); held != "" {
+			return b.stop(fmt.Errorf("normalize: DDL job %d (%s) at %d of collection %q while the snapshot of %s runs (the host must wait for it, LT6)", ev.JobID, ev.Action, T, coll.name, held))
 		}
 		// Flush every row at or below T (N26). Progress at T is stored
 		// only after the schema change at T was acknowledged: a resume

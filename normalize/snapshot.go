@@ -208,6 +208,13 @@ func (p *SnapshotPartition) build(muts []Mutation) *apiv1.MutationBatch {
 	return b
 }
 
+// NextSeq is the next seq of the snapshot's epoch (1 + the seqs used).
+func (p *SnapshotPartition) NextSeq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq.next
+}
+
 // Rows is the number of rows acknowledged so far.
 func (p *SnapshotPartition) Rows() uint64 {
 	p.mu.Lock()

@@ -183,6 +183,7 @@ func (b *Bridge) DetachTables(ids []int64) ([]string, error) {
 			return nil, fmt.Errorf("normalize: table %d is not mirrored", id)
 		}
 		p.retired = true
+		p.held = false // its snapshot, if one runs, is abandoned (LT6)
 		if !seen[p.coll] {
 			seen[p.coll] = true
 			p.coll.detached = true
