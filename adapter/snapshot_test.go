@@ -266,6 +266,7 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 			var chunks int
 			var hookErr error
 			var announce sync.Once
+			var announceErr error
 			tap := &streamTap{t: t}
 			prog := &snapshot.Progress{}
 			cfg := r.config(t, SnapshotConfig{Concurrency: 4, Log: &syncWriter{w: &log}, Progress: prog, AfterChunk: func(snapshot.Task, int) error {
@@ -279,9 +280,11 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 				if wire {
 					// rule: SN12 - GC is held at S − 1 while the snapshot
 					// reads, although TiDB's GC worker wants far ahead.
-					if err := checkHeld(r, prog, &announce); err != nil {
+					if err := checkHeld(r, prog, &announce, &announceErr); err != nil {
 						r.mu.Lock()
-						hookErr = err
+						if hookErr == nil { // the first error is the cause: a failed announcement made every later check see PD's seeded 0
+							hookErr = err
+						}
 						r.mu.Unlock()
 					}
 				}
@@ -292,7 +295,9 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 				st, err := r.emu.GetCollection(r.ctx, &apiv1.GetCollectionRequest{Name: "shop.items"})
 				if rep := prog.Report(time.Now()); err == nil && st.GetSafeTs() != 0 && rep[0].State != "done" {
 					r.mu.Lock()
-					hookErr = fmt.Errorf("safe_ts %d during the snapshot", st.GetSafeTs())
+					if hookErr == nil {
+						hookErr = fmt.Errorf("safe_ts %d during the snapshot", st.GetSafeTs())
+					}
 					r.mu.Unlock()
 				}
 				return nil
@@ -363,18 +368,29 @@ func TestSN_SnapshotThenStream(t *testing.T) {
 
 // checkHeld plays TiDB's GC worker (once: announce a target far ahead)
 // and checks PD's minimum service safe point is the snapshot's hold, S − 1.
-// Concurrent callers wait for the announcement (sync.Once).
-func checkHeld(r *snapRig, prog *snapshot.Progress, announce *sync.Once) error {
+// Concurrent callers wait for the announcement (sync.Once). The fake PD
+// seeds gc_worker at 0, so a check after a failed announcement reads 0:
+// the announcement is retried (a PD call can time out under load) and its
+// error is returned to every caller, so the report names it instead of
+// "minimum service safe point 0".
+func checkHeld(r *snapRig, prog *snapshot.Progress, announce *sync.Once, announceErr *error) error {
 	pdc := r.up.PD.PD.PD()
-	var err error
 	announce.Do(func() {
-		var far uint64
-		if far, err = r.up.CurrentTs(r.ctx); err == nil {
-			_, err = pdc.UpdateServiceGCSafePoint(r.ctx, "gc_worker", 3600, far+1<<40)
+		var err error
+		for try := 0; try < 3; try++ {
+			var far uint64
+			if far, err = r.up.CurrentTs(r.ctx); err == nil {
+				if _, err = pdc.UpdateServiceGCSafePoint(r.ctx, "gc_worker", 3600, far+1<<40); err == nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			*announceErr = fmt.Errorf("announcing the GC worker's target: %w", err)
 		}
 	})
-	if err != nil {
-		return err
+	if *announceErr != nil {
+		return *announceErr
 	}
 	min, err := pd.GCSafePoint(r.ctx, pdc)
 	if err != nil {

@@ -203,4 +203,3 @@ func testAddRestart(t *testing.T, wire bool) {
 	s, logged := addedTs(t, log2.String())
 	checkHandoff(t, r.sinks[1], s, logged)
 }
-

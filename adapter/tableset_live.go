@@ -152,40 +152,91 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 			}
 		}
 	case ev.Action == minicdc.ActionRenameTable && l.filter != nil && ev.Table != nil:
-		ids := ev.Table.PhysicalIDs()
-		following := len(l.onlyFollowed(ids)) > 0
-		matches := l.filter.Match(ev.SchemaName, ev.TableName)
-		switch {
-		case following && !matches:
-			// Renamed out of the filter: stop, keep the collection (LT3).
-			names, err := l.bridge.DetachTables(ids)
-			if err != nil {
-				return err
-			}
-			if err := rt.ChangeTablesInDDL(minicdc.TableChange{Remove: ids, StartTs: T}); err != nil {
-				return err
-			}
-			l.forget(ids)
-			l.markDetached(ids, names)
-			fmt.Fprintf(l.log, "sfemu: DDL job %d at ts %d renamed %s.%s to %s.%s, outside --tables %q: no longer followed; collection(s) %v kept as of ts %d\n",
-				ev.JobID, T, ev.OldSchemaName, ev.OldTableName, ev.SchemaName, ev.TableName, l.filter, names, T)
-		case !following && matches:
-			// Renamed into the filter: follow from the rename on (LT1).
-			if err := l.join(rt, ev.SchemaName, ev.SchemaID, ev.Table, T, "renamed into the filter", true); err != nil {
-				return err
-			}
-		case following:
-			l.mu.Lock()
-			for _, id := range ids {
-				f := l.followed[id]
-				if f.collection == "" { // the collection keeps its name (N3)
-					f.collection = normalize.DefaultCollectionName(f.db, f.table)
-				}
-				f.db, f.table = ev.SchemaName, ev.TableName
-				l.followed[id] = f
-			}
-			l.mu.Unlock()
+		return l.renamed(rt, ev, renameOf{db: ev.SchemaName, dbID: ev.SchemaID, ti: ev.Table, oldDB: ev.OldSchemaName, oldTable: ev.OldTableName})
+	case ev.Action == minicdc.ActionRenameTables && l.filter != nil:
+		// RENAME TABLE a TO b, c TO d: each table as its own rename, in
+		// the statement's order (LT7).
+		rs, err := l.renamesOf(ctx, ev)
+		if err != nil {
+			return err
 		}
+		for _, r := range rs {
+			if err := l.renamed(rt, ev, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// renameOf is one table of a RENAME TABLE(S): its post-DDL definition and
+// names, and the names before.
+type renameOf struct {
+	db       string
+	dbID     int64
+	ti       *minicdc.TableInfo
+	oldDB    string
+	oldTable string
+}
+
+// renamesOf lists the tables of a multi-table rename: MultipleTables and
+// the name change's Added/Dropped pairs are in the statement's order; the
+// new database's id is read at the DDL's ts.
+func (l *liveSet) renamesOf(ctx context.Context, ev *minicdc.DDL) ([]renameOf, error) {
+	nc := ev.NameChange
+	if nc == nil || len(nc.Added) != len(ev.MultipleTables) || len(nc.Dropped) != len(ev.MultipleTables) {
+		return nil, fmt.Errorf("RENAME TABLES job %d: %d tables but name change %+v", ev.JobID, len(ev.MultipleTables), nc)
+	}
+	var out []renameOf
+	for i, ti := range ev.MultipleTables {
+		to, from := nc.Added[i], nc.Dropped[i]
+		if !strings.EqualFold(to.Table, ti.Name.O) {
+			return nil, fmt.Errorf("RENAME TABLES job %d: table %d is %s, its new name %s.%s", ev.JobID, ti.ID, ti.Name.O, to.Schema, to.Table)
+		}
+		_, dbID, err := schemastore.LookupTable(ctx, l.up.Snapshot(), ev.FinishedTs, to.Schema, to.Table)
+		if err != nil {
+			return nil, fmt.Errorf("RENAME TABLES job %d: %s.%s at %d: %w", ev.JobID, to.Schema, to.Table, ev.FinishedTs, err)
+		}
+		out = append(out, renameOf{db: to.Schema, dbID: dbID, ti: ti, oldDB: from.Schema, oldTable: from.Table})
+	}
+	return out, nil
+}
+
+// renamed applies one table's rename to the followed set (LT1, LT3).
+func (l *liveSet) renamed(rt *minicdc.Runtime, ev *minicdc.DDL, r renameOf) error {
+	T := ev.FinishedTs
+	ids := r.ti.PhysicalIDs()
+	following := len(l.onlyFollowed(ids)) > 0
+	matches := l.filter.Match(r.db, r.ti.Name.O)
+	switch {
+	case following && !matches:
+		// Renamed out of the filter: stop, keep the collection (LT3).
+		names, err := l.bridge.DetachTables(ids)
+		if err != nil {
+			return err
+		}
+		if err := rt.ChangeTablesInDDL(minicdc.TableChange{Remove: ids, StartTs: T}); err != nil {
+			return err
+		}
+		l.forget(ids)
+		l.markDetached(ids, names)
+		fmt.Fprintf(l.log, "sfemu: DDL job %d at ts %d renamed %s.%s to %s.%s, outside --tables %q: no longer followed; collection(s) %v kept as of ts %d\n",
+			ev.JobID, T, r.oldDB, r.oldTable, r.db, r.ti.Name.O, l.filter, names, T)
+	case !following && matches:
+		// Renamed into the filter: follow from the rename on, its rows
+		// at the rename copied first (LT1, LT6).
+		return l.join(rt, r.db, r.dbID, r.ti, T, "renamed into the filter", true)
+	case following:
+		l.mu.Lock()
+		for _, id := range ids {
+			f := l.followed[id]
+			if f.collection == "" { // the collection keeps its name (N3)
+				f.collection = normalize.DefaultCollectionName(f.db, f.table)
+			}
+			f.db, f.table = r.db, r.ti.Name.O
+			l.followed[id] = f
+		}
+		l.mu.Unlock()
 	}
 	return nil
 }
