@@ -155,7 +155,7 @@ func (l *liveSet) afterDDL(ctx context.Context, ev *minicdc.DDL) error {
 		return l.renamed(rt, ev, renameOf{db: ev.SchemaName, dbID: ev.SchemaID, ti: ev.Table, oldDB: ev.OldSchemaName, oldTable: ev.OldTableName})
 	case ev.Action == minicdc.ActionRenameTables && l.filter != nil:
 		// RENAME TABLE a TO b, c TO d: each table as its own rename, in
-		// the statement's order (LT1, LT3).
+		// the statement's order (LT7).
 		rs, err := l.renamesOf(ctx, ev)
 		if err != nil {
 			return err

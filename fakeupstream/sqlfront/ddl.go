@@ -235,7 +235,7 @@ func (s *Server) execTruncateTable(ctx context.Context, sess *Session, st *ast.T
 
 func (s *Server) execRenameTable(ctx context.Context, sess *Session, st *ast.RenameTableStmt, query string) (uint64, error) {
 	if len(st.TableToTables) != 1 {
-		return 0, unsupported("RENAME TABLE of several tables in one statement")
+		return s.renameTables(ctx, sess, st, query)
 	}
 	return s.renameTable(ctx, sess, st.TableToTables[0].OldTable, st.TableToTables[0].NewTable, query)
 }
