@@ -11,6 +11,10 @@ DATA_DIR ?= var/sfemu
 # is built without -race; see plainPassOnly).
 RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/... ./sim/...
 FUZZTIME ?= 10s
+# A hang guard per test binary, not a speed bound: under -race on a loaded
+# 2-core machine the adapter and sim packages pass go test's default 10 min
+# while still progressing.
+TEST_TIMEOUT ?= 30m
 # Seeds of a simulator campaign (make sim); make test runs 1,000 (specs/sim.md SIM8).
 SEEDS ?= 10000
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6
@@ -37,8 +41,8 @@ vet:
 # go test ./... includes the simulator's 1,000 seeds (sim.TestSimSeeds, SIM8).
 test: fmt-check vet
 	bash .ci/ensure-chromium.sh
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -short -race -tags invariants $(RACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -short -race -tags invariants $(RACE_PKGS)
 	$(MAKE) realcluster-selftest
 
 # The opt-in real-cluster suites (they skip unless SFEMU_TIDB_PD and

@@ -33,7 +33,12 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 		return err
 	}
 	fmt.Fprintf(out, "sfemu: upstream %s tables=%s\n", modeLine(up), refNames(s.tables))
-	emu, err := emulator.Open(filepath.Join(cfg.DataDir, "emulator"), emulator.Options{})
+	// A text index past its memory budget moves to bleve's disk-backed
+	// scratch segments (TXT-M7); keep them on the data dir's disk, not in
+	// the RAM-backed default (/dev/shm), so the move frees memory.
+	emu, err := emulator.Open(filepath.Join(cfg.DataDir, "emulator"), emulator.Options{
+		TextScratchDir: filepath.Join(cfg.DataDir, "text-scratch"),
+	})
 	if err != nil {
 		return err
 	}
