@@ -64,20 +64,24 @@ func saveAddMarks(path string, marks []addMark) error {
 
 // markAdd records m (no data dir: nothing to recover, nothing kept).
 func markAdd(dataDir string, m addMark) error {
-	if dataDir == "" {
-		return nil
-	}
-	addMarksMu.Lock()
-	defer addMarksMu.Unlock()
-	path := filepath.Join(dataDir, addMarksFile)
-	marks, err := loadAddMarks(path)
-	if err != nil {
-		return err
-	}
-	return saveAddMarks(path, append(marks, m))
+	return updateAddMarks(dataDir, func(marks []addMark) []addMark { return append(marks, m) })
 }
 
 func unmarkAdd(dataDir, coll string) error {
+	return updateAddMarks(dataDir, func(marks []addMark) []addMark {
+		kept := marks[:0]
+		for _, m := range marks {
+			if m.Collection != coll {
+				kept = append(kept, m)
+			}
+		}
+		return kept
+	})
+}
+
+// updateAddMarks rewrites the marks file with change applied to its
+// marks, under addMarksMu (no data dir: nothing to do).
+func updateAddMarks(dataDir string, change func([]addMark) []addMark) error {
 	if dataDir == "" {
 		return nil
 	}
@@ -88,13 +92,7 @@ func unmarkAdd(dataDir, coll string) error {
 	if err != nil {
 		return err
 	}
-	kept := marks[:0]
-	for _, m := range marks {
-		if m.Collection != coll {
-			kept = append(kept, m)
-		}
-	}
-	return saveAddMarks(path, kept)
+	return saveAddMarks(path, change(marks))
 }
 
 // dropUnfinishedAdds drops the collections of joining tables whose

@@ -473,29 +473,16 @@ func (l *Log) writeBehindLocked() {
 	if len(l.buf) < writeBehindBytes || l.flushing || l.err != nil {
 		return
 	}
-	l.flushing = true
-	data, at, target := l.buf, l.written, l.appended
-	fileAt := at - l.base
-	l.buf = l.spare[:0]
-	l.spare = nil
-	l.mu.Unlock()
-	_, err := l.f.WriteAt(data, fileAt)
-	l.mu.Lock()
-	if cap(data) <= 8<<20 {
-		l.spare = data[:0]
-	}
-	l.flushing = false
-	if err != nil {
-		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
-	} else {
-		l.written = target
-		l.writeBehinds++
-	}
-	l.cond.Broadcast()
+	l.writeBufLocked(false)
 }
 
 // flushLocked writes and fsyncs the buffer with mu released.
-func (l *Log) flushLocked() {
+func (l *Log) flushLocked() { l.writeBufLocked(true) }
+
+// writeBufLocked writes the buffer at its file offset with mu released
+// (and fsyncs it when sync), swapping in the spare buffer so appends go
+// on meanwhile; only a synced write moves the durable point.
+func (l *Log) writeBufLocked(sync bool) {
 	l.flushing = true
 	data, at, target := l.buf, l.written, l.appended
 	fileAt := at - l.base
@@ -503,7 +490,7 @@ func (l *Log) flushLocked() {
 	l.spare = nil
 	l.mu.Unlock()
 	_, err := l.f.WriteAt(data, fileAt)
-	if err == nil {
+	if err == nil && sync {
 		err = l.f.Sync()
 	}
 	l.mu.Lock()
@@ -511,11 +498,15 @@ func (l *Log) flushLocked() {
 		l.spare = data[:0]
 	}
 	l.flushing = false
-	if err != nil {
+	switch {
+	case err != nil:
 		l.err = fmt.Errorf("kvlog: %s: write at offset %d: %w", l.path, fileAt, err)
-	} else {
+	case sync:
 		l.durable, l.written = target, target
 		l.syncs++
+	default:
+		l.written = target
+		l.writeBehinds++
 	}
 	l.cond.Broadcast()
 }
