@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
@@ -129,6 +130,16 @@ func Start(c *fakeupstream.Cluster, cfg Config) (*Servers, error) {
 	return s, nil
 }
 
+// KeepalivePolicy lets clients ping as TiKV's clients do (TiCDC and
+// client-go: every 10 s, with or without a stream). gRPC's default (one
+// ping per 5 min, none without a stream) answers the third early ping on a
+// connection that carried no data for 30 s with GOAWAY "too_many_pings":
+// a store busy for that long (the fake's prewrite of a million keys holds
+// its cluster lock for a minute) then broke every change-data stream.
+func KeepalivePolicy() keepalive.EnforcementPolicy {
+	return keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}
+}
+
 // listen opens one endpoint; store 0 is PD (standard health service),
 // a store gets a health service that follows the topology.
 func (s *Servers) listen(store uint64) (*grpcEndpoint, error) {
@@ -137,7 +148,7 @@ func (s *Servers) listen(store uint64) (*grpcEndpoint, error) {
 		return nil, fmt.Errorf("grpcserver: listen on %s: %w", s.cfg.Host, err)
 	}
 	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(s.cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(s.cfg.MaxRecvMsgSize),
-		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder)}, s.cfg.serverOptions()...)...)
+		grpc.UnaryInterceptor(s.unaryRecorder), grpc.StreamInterceptor(s.streamRecorder), grpc.KeepaliveEnforcementPolicy(KeepalivePolicy())}, s.cfg.serverOptions()...)...)
 	ep := &grpcEndpoint{srv: srv, lis: lis, addr: lis.Addr().String()}
 	if store == 0 {
 		ep.health = health.NewServer()

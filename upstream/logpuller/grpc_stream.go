@@ -24,9 +24,13 @@ const (
 	grpcMaxRecvMsgSize  = 256 << 20
 	grpcStreamWindow    = 1 << 20
 	grpcConnWindow      = 8 << 20
-	grpcKeepaliveTime   = 10 * time.Second
+	grpcKeepaliveTime   = KeepaliveTime
 	grpcKeepaliveTimout = 3 * time.Second
 )
+
+// KeepaliveTime is how often the client pings a store connection that
+// carried nothing (also without a stream); a server must permit it (T17).
+const KeepaliveTime = 10 * time.Second
 
 // dialOptions are the store connections' options; tlsConfig nil is
 // plaintext, else TLS as the cluster's other clients use it (P20).
