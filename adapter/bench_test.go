@@ -59,13 +59,19 @@ func (s benchShape) createTable() string {
 
 func (s benchShape) row(sb *strings.Builder, id int) {
 	if s.all {
-		// Distinct pseudo-random directions (duplicates would make a
-		// degenerate HNSW graph that no real embedding column makes).
-		h := uint32(id) * 2654435761
-		fmt.Fprintf(sb, "(%d, 'item number %d', %d, %d, '[%d,%d,%d,%d]')", id, id, id%1000, id%50, h>>24|1, h>>16&255, h>>8&255, id%1000+1)
+		a, b, c, d := benchVector(id)
+		fmt.Fprintf(sb, "(%d, 'item number %d', %d, %d, '[%d,%d,%d,%d]')", id, id, id%1000, id%50, a, b, c, d)
 		return
 	}
 	fmt.Fprintf(sb, "(%d, 'item number %d', %d, %d)", id, id, id%1000, id%50)
+}
+
+// benchVector is row id's VECTOR(4): distinct pseudo-random directions
+// (duplicates would make a degenerate HNSW graph that no real embedding
+// column makes).
+func benchVector(id int) (a, b, c, d uint32) {
+	h := uint32(id) * 2654435761
+	return h>>24 | 1, h >> 16 & 255, h >> 8 & 255, uint32(id%1000 + 1)
 }
 
 // BenchmarkE2E_Wire_InsertToSafeTs is the same over the embedded gRPC

@@ -36,6 +36,15 @@ type control struct {
 	lastGlob uint64
 	emitted  bool
 	lastAt   time.Time
+	// capped: the last checkpoint computation found a table's resolved ts
+	// above ddlKnown (the schema store is behind the table paths, M34a);
+	// behind is the loop's current re-poll backoff while it stays so.
+	capped bool
+	behind time.Duration
+	// storeBound: the last poll emitted its whole batch, so ddlKnown is
+	// the store's resolved ts, not a DDL held back by the fence (which
+	// waits for table progress, and that wakes the loop).
+	storeBound bool
 }
 
 func (c *control) init(r *Runtime) {
@@ -65,6 +74,7 @@ func (r *Runtime) controlLoop() {
 		if wait <= 0 || wait > r.opts.DDLPollInterval {
 			wait = r.opts.DDLPollInterval
 		}
+		wait = c.storeBehindWait(wait)
 		select {
 		case <-r.runCtx.Done():
 			return
@@ -186,11 +196,15 @@ func (c *control) pollDDL() (more bool, err error) {
 	// inside a FinishedTs group, and a partial batch ends at its resolved ts.
 	known := next
 	whole := emit == len(events)
+	c.storeBound = whole
 	if !whole {
 		known = events[emit].FinishedTs - 1
 	}
 	if known > c.ddlKnown {
 		c.ddlKnown = known
+		if o := r.opts.Stages; o != nil {
+			o.DDLKnown(known)
+		}
 	}
 	// A batch that ended at its last event may have been cut: fetch again.
 	more = truncated || whole && len(events) > 0 && next == events[len(events)-1].FinishedTs
@@ -222,10 +236,12 @@ func (c *control) checkpoint(now time.Time) (time.Duration, error) {
 	r := c.r
 	r.mu.Lock()
 	_, ok := r.fence.Value()
+	c.capped = false
 	if ok {
 		for i, p := range r.pathOrder {
 			ts, _ := r.fence.Table(p.id)
 			c.cur[i] = min(ts, c.ddlKnown) // M36
+			c.capped = c.capped || c.storeBound && ts > c.ddlKnown
 		}
 	}
 	r.mu.Unlock()
@@ -268,6 +284,26 @@ func (c *control) checkpoint(now time.Time) (time.Duration, error) {
 	r.stats.checkpoints.Add(1)
 	r.stats.lastGlobalTs.Store(glob)
 	return 0, nil
+}
+
+// storeBehindWait shortens the loop's sleep while a checkpoint is held
+// back by ddlKnown alone (M34a): the tables' resolved ts already passed
+// what the schema store reported, and nothing wakes the loop when the
+// store catches up (its resolved ts comes through its own feed), so it
+// re-polls after PollBackoffMin, doubling up to PollBackoffMax, instead of
+// sleeping DDLPollInterval.
+func (c *control) storeBehindWait(wait time.Duration) time.Duration {
+	o := &c.r.opts
+	if !c.capped {
+		c.behind = 0
+		return wait
+	}
+	if c.behind == 0 {
+		c.behind = o.PollBackoffMin
+	} else {
+		c.behind = min(2*c.behind, o.PollBackoffMax)
+	}
+	return min(wait, c.behind)
 }
 
 // checkMonotonic asserts M39 under the invariants build tag. A checkpoint

@@ -132,6 +132,11 @@ type Options struct {
 	// IsGCBoundary classifies deterministic GC-boundary fetch errors (M35).
 	// Default: a GCBoundary() bool method returning true.
 	IsGCBoundary func(error) bool
+	// Stages, when set, is told when each stage of the resolved-ts path
+	// inside the runtime is passed (the lag breakdown of the adapter's
+	// benchmarks). It is called on the delivery and control goroutines,
+	// so it must be cheap and safe for concurrent use; nil costs nothing.
+	Stages StageObserver
 
 	// manualControl (tests only) keeps the control loop from starting; the
 	// test drives it through controlStep.

@@ -179,6 +179,9 @@ func (p *tablePath) AdvanceResolvedTs(ts uint64) {
 	p.resolved = ts
 	p.reported = true
 	r.signalProgress()
+	if o := r.opts.Stages; o != nil {
+		o.PathResolved(p.id, ts)
+	}
 }
 
 func callbackErr(table int64, ts uint64, which string, err error) *FatalError {

@@ -1,0 +1,137 @@
+package minicdc
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// steppedTime is virtual time whose timers fire only when the test fires
+// them, so a test sees which waits the control loop asked for.
+type steppedTime struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []steppedTimer
+	calls  int // After calls so far
+}
+
+func (s *steppedTime) afterCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+type steppedTimer struct {
+	d  time.Duration
+	ch chan time.Time
+}
+
+func (s *steppedTime) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+func (s *steppedTime) After(d time.Duration) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	ch := make(chan time.Time, 1)
+	s.timers = append(s.timers, steppedTimer{d, ch})
+	return ch
+}
+
+// fireShort fires every pending timer of at most limit, moving time
+// forward by the longest of them, and reports how many fired.
+func (s *steppedTime) fireShort(limit time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keep []steppedTimer
+	var adv time.Duration
+	n := 0
+	for _, t := range s.timers {
+		if t.d > limit {
+			keep = append(keep, t)
+			continue
+		}
+		adv = max(adv, t.d)
+		n++
+	}
+	s.now = s.now.Add(adv)
+	for _, t := range s.timers {
+		if t.d <= limit {
+			t.ch <- s.now
+		}
+	}
+	s.timers = keep
+	return n
+}
+
+// TestM34a_StoreBehindTablesRepollsSoon: the tables' resolved ts passed
+// the schema store's (each comes through its own feed), so the checkpoint
+// is capped by ddlKnown (M36) and no table report will wake the loop
+// again. The loop must re-poll within PollBackoffMax, not sleep
+// DDLPollInterval (an hour here): with only the short timers fired, the
+// checkpoint at the store's new resolved ts comes. Without M34a the only
+// timer is the hour and no checkpoint ever comes.
+func TestM34a_StoreBehindTablesRepollsSoon(t *testing.T) {
+	h := newHarness()
+	st := &steppedTime{now: time.Unix(1_700_000_000, 0)}
+	h.deps.Time = st
+	h.opts = Options{DDLPollInterval: time.Hour, PollBackoffMin: time.Millisecond, PollBackoffMax: 20 * time.Millisecond}
+	h.prepare(10, 1)
+	rt, err := h.start(t, StartConfig{TableIDs: []int64{1}, StartTs: 10, DDLPollLimit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCheckpoint(t, h, st, 10)
+	// The table reports 30 while the store is still at 10; the loop
+	// wakes, polls, finds the checkpoint capped and goes to sleep (a new
+	// timer); only then does the store catch up.
+	settle(st)
+	calls := st.afterCalls()
+	h.src.consumer(1).AdvanceResolvedTs(30)
+	for st.afterCalls() == calls {
+		time.Sleep(time.Millisecond)
+	}
+	h.store.setResolved(30)
+	waitCheckpoint(t, h, st, 30)
+	if err := rt.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCheckpoint fires the short timers (at most PollBackoffMax and the
+// checkpoint interval) until a checkpoint at global ts want is emitted.
+func waitCheckpoint(t *testing.T, h *harness, st *steppedTime, want uint64) {
+	t.Helper()
+	limit := max(h.opts.PollBackoffMax, h.opts.withDefaults().CheckpointInterval)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		h.cb.mu.Lock()
+		n := len(h.cb.cps)
+		var got uint64
+		if n > 0 {
+			got = h.cb.cps[n-1].GlobalResolvedTs
+		}
+		h.cb.mu.Unlock()
+		if got == want {
+			return
+		}
+		st.fireShort(limit)
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("no checkpoint at %d with only timers up to %v fired (M34a); checkpoints: %v", want, limit, h.cb.take())
+}
+
+// settle waits until the loop sleeps: its After calls stop changing.
+func settle(st *steppedTime) {
+	for last := -1; ; {
+		time.Sleep(10 * time.Millisecond)
+		n := st.afterCalls()
+		if n == last {
+			return
+		}
+		last = n
+	}
+}
