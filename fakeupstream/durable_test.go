@@ -406,3 +406,55 @@ func TestDUR13DeferredDurability(t *testing.T) {
 		t.Fatal("a plain commit returned before its records were on disk")
 	}
 }
+
+// TestDUR15DeferredReads (DUR-15): a txn with deferred durability reads what
+// another deferred commit applied without an fsync, and its WaitDurable
+// covers what it read; a plain txn's read still returns only once what
+// it read is on disk (DUR-3).
+func TestDUR15DeferredReads(t *testing.T) {
+	c := openDir(t, t.TempDir(), fakeupstream.Config{Seed: 1, Maintain: fakeupstream.MaintainConfig{Off: true}})
+	defer c.Close()
+	k := []byte("k")
+	w := c.Begin()
+	w.Set(k, []byte("v1"))
+	w.DeferDurability()
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	syncs := c.LogSyncs()
+	r := c.Begin()
+	r.DeferDurability()
+	v, err := r.Get(k)
+	if err != nil || string(v) != "v1" {
+		t.Fatalf("deferred read: %q, %v", v, err)
+	}
+	if kvs, err := r.Scan(k, nil, 0); err != nil || len(kvs) != 1 {
+		t.Fatalf("deferred scan: %v, %v", kvs, err)
+	}
+	if !c.LogPending() || c.LogSyncs() != syncs {
+		t.Fatalf("a deferred read synced: pending %v, fsyncs %d -> %d", c.LogPending(), syncs, c.LogSyncs())
+	}
+	if err := r.WaitDurable(); err != nil {
+		t.Fatal(err)
+	}
+	if c.LogPending() {
+		t.Fatal("WaitDurable of a reader returned before what it read was on disk")
+	}
+	if err := w.WaitDurable(); err != nil {
+		t.Fatal(err)
+	}
+	w2 := c.Begin()
+	w2.Set(k, []byte("v2"))
+	w2.DeferDurability()
+	if _, err := w2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	plain := c.Begin()
+	if v, err := plain.Get(k); err != nil || string(v) != "v2" {
+		t.Fatalf("plain read: %q, %v", v, err)
+	}
+	if c.LogPending() {
+		t.Fatal("a plain read returned before what it read was on disk")
+	}
+	_ = w2.WaitDurable()
+}

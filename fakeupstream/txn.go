@@ -266,10 +266,23 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 	v = cloneBytes(v)
 	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
-	if perr := t.c.persist(lsn); perr != nil {
+	if perr := t.readDurable(lsn); perr != nil {
 		return nil, perr
 	}
 	return v, err
+}
+
+// readDurable makes what a read saw (everything applied up to lsn)
+// durable before the reader goes on (DUR-3), or, in a txn with deferred
+// durability, leaves that wait to WaitDurable: the caller then reads
+// under its own lock without an fsync and must not let anything it read
+// out before WaitDurable returns (DUR-15).
+func (t *Txn) readDurable(lsn int64) error {
+	if t.deferSync {
+		t.syncLSN = max(t.syncLSN, lsn)
+		return nil
+	}
+	return t.c.persist(lsn)
 }
 
 // Scan reads raw [start, end) (nil end = +inf) at the start ts merged with
@@ -294,7 +307,7 @@ func (t *Txn) Scan(start, end []byte, limit int) ([]kvevent.KV, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := t.c.persist(lsn); err != nil {
+		if err := t.readDurable(lsn); err != nil {
 			return nil, err
 		}
 		// The store answered for [cur, hi): everything up to its last key
@@ -512,15 +525,18 @@ func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
 }
 
 // DeferDurability makes this txn's commits (Commit, CommitAt, CommitKeys)
-// return once they are applied, without waiting for the log: the caller
-// must call WaitDurable before it acknowledges the commit to anyone
-// (DUR-2). The SQL front commits this way under its statement lock and
-// waits after releasing it, so statements of other sessions proceed
-// meanwhile and one fsync covers the commits of several (DUR-13).
+// return once they are applied, and its reads (Get, Scan) return what
+// they read, without waiting for the log: the caller must call
+// WaitDurable before it acknowledges the commit, or lets out anything it
+// read or derived from a read, to anyone (DUR-2, DUR-15). The SQL front
+// runs its transactions this way under its statement lock and waits
+// after releasing it, so statements of other sessions proceed meanwhile
+// and one fsync covers the commits of several (DUR-13).
 func (t *Txn) DeferDurability() { t.deferSync = true }
 
-// WaitDurable returns once everything the txn committed is on disk (at
-// once in memory or when nothing was deferred).
+// WaitDurable returns once everything the txn committed, and everything
+// its reads saw, is on disk (at once in memory or when nothing was
+// deferred).
 func (t *Txn) WaitDurable() error {
 	lsn := t.syncLSN
 	t.syncLSN = 0

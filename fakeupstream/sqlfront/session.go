@@ -93,24 +93,26 @@ func abbreviate(s string) string {
 // InTxn reports whether an explicit transaction is open.
 func (ss *Session) InTxn() bool { return ss.txn != nil }
 
-// execOne runs one statement under the server's lock. A commit it made
-// (auto-commit DML, COMMIT) is applied under the lock and waited for on
-// disk after the lock is released (DUR-13): another session's statement
-// runs meanwhile, and one fsync covers the commits of several sessions.
-// The statement is acknowledged (returns) only once durable.
+// execOne runs one statement under the server's lock. What it read and
+// a commit it made (auto-commit DML, COMMIT) are applied or read under the
+// lock and waited for on disk after the lock is released (DUR-13, DUR-15):
+// another session's statement runs meanwhile, and one fsync covers the
+// commits of several sessions. The statement returns (its result, or an
+// error such as a duplicate key that tells what it read) only once
+// everything it saw or wrote is durable.
 func (ss *Session) execOne(ctx context.Context, st ast.StmtNode) (Result, error) {
-	res, committed, err := ss.execLocked(ctx, st)
-	if committed != nil {
-		if werr := committed.WaitDurable(); werr != nil && err == nil {
+	res, used, err := ss.execLocked(ctx, st)
+	if used != nil {
+		if werr := used.WaitDurable(); werr != nil && err == nil {
 			return Result{}, fmt.Errorf("sqlfront: commit: %w", werr)
 		}
 	}
 	return res, err
 }
 
-// execLocked is execOne's work under the server's lock; committed is the
-// transaction whose commit still has to be waited for on disk (nil:
-// none).
+// execLocked is execOne's work under the server's lock; used is the
+// transaction whose reads and commit still have to be waited for on disk
+// (nil: none).
 func (ss *Session) execLocked(ctx context.Context, st ast.StmtNode) (Result, *fakeupstream.Txn, error) {
 	s := ss.srv
 	s.mu.Lock()
@@ -135,6 +137,7 @@ func (ss *Session) execLocked(ctx context.Context, st ast.StmtNode) (Result, *fa
 			return Result{}, nil, fmt.Errorf("sqlfront: BEGIN inside an open transaction")
 		}
 		ss.txn = s.cluster.Begin()
+		ss.txn.DeferDurability()
 		return Result{}, nil, nil
 	case *ast.CommitStmt:
 		if ss.txn == nil {
@@ -146,7 +149,6 @@ func (ss *Session) execLocked(ctx context.Context, st ast.StmtNode) (Result, *fa
 			_ = txn.Discard()
 			return Result{}, nil, nil
 		}
-		txn.DeferDurability()
 		ts, err := txn.Commit()
 		if err != nil {
 			return Result{}, txn, fmt.Errorf("sqlfront: commit: %w", err)
@@ -195,28 +197,30 @@ func (ss *Session) execDML(ctx context.Context, st ast.StmtNode) (Result, *fakeu
 	auto := txn == nil
 	if auto {
 		txn = ss.srv.cluster.Begin()
+		txn.DeferDurability()
 	} else {
 		txn.Savepoint()
 	}
+	// Every return hands txn back: what the statement read is waited for
+	// on disk before its result or error goes out (DUR-15).
 	n, lastID, err := ss.srv.runDML(ss, txn, st)
 	if err != nil {
 		if auto {
 			_ = txn.Discard()
 		} else if rerr := txn.RollbackToSavepoint(); rerr != nil {
-			return Result{}, nil, fmt.Errorf("%w (and the transaction could not be put back: %v)", err, rerr)
+			return Result{}, txn, fmt.Errorf("%w (and the transaction could not be put back: %v)", err, rerr)
 		}
-		return Result{}, nil, err
+		return Result{}, txn, err
 	}
 	res := Result{RowsAffected: n, LastInsertID: lastID}
 	if !auto {
 		txn.ReleaseSavepoint()
-		return res, nil, nil
+		return res, txn, nil
 	}
 	if txn.Len() == 0 {
 		_ = txn.Discard()
-		return res, nil, nil
+		return res, txn, nil
 	}
-	txn.DeferDurability()
 	ts, err := txn.Commit()
 	if err != nil {
 		return Result{}, txn, fmt.Errorf("sqlfront: commit: %w", err)
