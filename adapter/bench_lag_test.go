@@ -85,6 +85,11 @@ func benchLagKV(b *testing.B, shape benchShape) {
 		defer close(watched)
 		probe.watch(emu, "bench.items", stop)
 	}()
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		probe.waitSafe(emu, "bench.items", stop)
+	}()
 
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -120,6 +125,7 @@ func benchLagKV(b *testing.B, shape benchShape) {
 	cpu := cpuSeconds() - cpu0
 	close(stop)
 	<-watched
+	<-waited
 	b.ReportMetric(float64(rows)/wrote.Seconds(), "write_rows/s")
 	b.ReportMetric(cpu*1e6/float64(rows), "cpu-µs/row")
 	rep := probe.report(commits)

@@ -114,8 +114,9 @@ func (s probeSink) AdvancePartition(ctx context.Context, pp *apiv1.PartitionProg
 	return r, err
 }
 
-// watch polls the collection's watermarks every millisecond until stop is
-// closed (text and vector apply on their own goroutines, E51).
+// watch polls the text and vector applied_ts every millisecond until stop
+// is closed (they apply on their own goroutines, E51, and announce
+// nothing).
 func (p *lagProbe) watch(emu *emulator.Emulator, name string, stop <-chan struct{}) {
 	ctx := context.Background()
 	for {
@@ -129,7 +130,6 @@ func (p *lagProbe) watch(emu *emulator.Emulator, name string, stop <-chan struct
 					p.add(stageVector, m.GetAppliedTs())
 				}
 			}
-			p.add(stageSafe, st.GetSafeTs())
 		}
 		select {
 		case <-stop:
@@ -139,10 +139,33 @@ func (p *lagProbe) watch(emu *emulator.Emulator, name string, stop <-chan struct
 	}
 }
 
+// waitSafe stamps safe_ts the way a reader sees it: a read with min_ts
+// just above the last safe_ts returns as soon as the emulator announces a
+// larger one (E71), so the stamp is not a polling interval late. It runs
+// until stop is closed.
+func (p *lagProbe) waitSafe(emu *emulator.Emulator, name string, stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	var safe uint64
+	for ctx.Err() == nil {
+		r, err := emu.GetDocument(ctx, &apiv1.GetDocumentRequest{Collection: name, PrimaryKey: "1", MinTs: safe + 1})
+		if err != nil {
+			continue // NOT_YET_FRESH after MaxReadWait, or not created yet
+		}
+		safe = r.GetReadTs()
+		p.add(stageSafe, safe)
+	}
+}
+
 func physTime(ts uint64) time.Time { return time.UnixMilli(int64(ts >> 18)) }
 
 // lagReport is the per-stage distribution over commits: for commit c,
-// "tick" is phys(R) - phys(c) with R the first checkpoint covering c, and
+// "tick" is phys(R) - phys(c) with R the first resolved ts of the table
+// path covering c (the round's own wait), and
 // each stage is its stamp for c minus phys(c) (cumulative lag). "hold"
 // is the per-round distribution of stage(R) - phys(R) over the rounds
 // from the first commit on: how long the pipeline held a resolved ts
@@ -157,12 +180,12 @@ func (p *lagProbe) report(commits []uint64) lagReport {
 	defer p.mu.Unlock()
 	out := lagReport{commit: map[string][]time.Duration{}, hold: map[string][]time.Duration{}}
 	for _, c := range commits {
-		cp := p.stages[stageCP]
-		i := sort.Search(len(cp), func(i int) bool { return cp[i].ts >= c })
-		if i == len(cp) {
+		rounds := p.stages[stagePath]
+		i := sort.Search(len(rounds), func(i int) bool { return rounds[i].ts >= c })
+		if i == len(rounds) {
 			continue
 		}
-		out.commit["tick"] = append(out.commit["tick"], physTime(cp[i].ts).Sub(physTime(c)))
+		out.commit["tick"] = append(out.commit["tick"], physTime(rounds[i].ts).Sub(physTime(c)))
 		for s := range numStages {
 			if at := p.at(s, c); !at.IsZero() {
 				out.commit[stageNames[s]] = append(out.commit[stageNames[s]], at.Sub(physTime(c)))
