@@ -47,7 +47,7 @@ type benchShape struct {
 // separate the HNSW graph's cost from the rest of the vector modality.
 func benchEmulatorOptions() emulator.Options {
 	th, _ := strconv.Atoi(os.Getenv("SFEMU_VECTOR_HNSW_THRESHOLD"))
-	return emulator.Options{TextEngine: os.Getenv("SFEMU_TEXT_ENGINE"), VectorHNSWThreshold: th}
+	return emulator.Options{TextEngine: os.Getenv("SFEMU_TEXT_ENGINE"), VectorHNSWThreshold: th, VectorGraphEager: vectorGraphEager()}
 }
 
 func (s benchShape) createTable() string {

@@ -76,6 +76,7 @@ func retireGen(old *collection, keep ...*collection) {
 			w.stop()
 		}
 	}
+	closeVectors(old, keep, false)
 	if old.textIdx != nil && !keptWorker(old.textW, keep) {
 		idx, w := old.textIdx, old.textW
 		go func() {
@@ -95,6 +96,7 @@ func closeGen(old *collection, keep ...*collection) {
 			<-w.done
 		}
 	}
+	closeVectors(old, keep, true)
 	if old.textIdx != nil && !keptWorker(old.textW, keep) {
 		_ = old.textIdx.Close()
 	}

@@ -289,13 +289,13 @@ func vectorConfig(def *apiv1.CollectionDefinition) string {
 	return s
 }
 
-func newVectorFields(def *apiv1.CollectionDefinition, hnswThreshold int) ([]*vectorField, error) {
+func newVectorFields(def *apiv1.CollectionDefinition, opts vector.Options) ([]*vectorField, error) {
 	var out []*vectorField
 	for _, f := range def.GetFields() {
 		if f.GetRole() != apiv1.FieldRole_FIELD_ROLE_VECTOR {
 			continue
 		}
-		idx, err := vector.NewWithOptions(int(f.GetVectorDim()), vectorMetric(f.GetVectorMetric()), vector.Options{HNSWThreshold: hnswThreshold})
+		idx, err := vector.NewWithOptions(int(f.GetVectorDim()), vectorMetric(f.GetVectorMetric()), opts)
 		if err != nil {
 			return nil, err
 		}

@@ -51,6 +51,10 @@ type Options struct {
 	// at which HNSW is built). 0 takes the vector package's default;
 	// negative disables HNSW.
 	VectorHNSWThreshold int
+	// VectorGraphEager builds a vector index's HNSW graph in the background
+	// as soon as it reaches the threshold; by default the build starts at
+	// the collection's first vector search (VEC-G3).
+	VectorGraphEager bool
 	// TextScratchDir is the parent directory of the text modality's
 	// scratch indexes (text.OpenScratch: segment files scorch merges in
 	// the background; never durable, rebuilt from the documents on Open,

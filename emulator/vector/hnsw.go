@@ -3,7 +3,6 @@ package vector
 import (
 	"math"
 	"math/rand"
-	"sort"
 	"sync"
 )
 
@@ -17,71 +16,149 @@ import (
 // Nodes are append-only ordinals; a node is never unlinked. Tombstoning is the
 // caller's business (graph.nodePK), which keeps dead nodes as stepping stones
 // and avoids the repair problems of in-place deletion.
+//
+// An hnswGraph is not safe for concurrent use: add needs exclusive access,
+// search may run concurrently with other searches (graph.mu arbitrates).
 type hnswGraph struct {
-	dim  int
-	dist func(a, b []float32) float32
-	m    int // max links per node above layer 0
-	m0   int // max links per node on layer 0
-	efC  int // candidate list size during construction
-	ml   float64
-	rng  *rand.Rand
+	dim    int
+	cosine bool // distance 1-dot on unit vectors; otherwise squared L2
+	m      int  // max links per node above layer 0 (and of a new node)
+	m0     int  // max links per node on layer 0
+	efC    int  // candidate list size during construction
+	ml     float64
+	rng    *rand.Rand
 
 	vecs []float32 // node i at vecs[i*dim:(i+1)*dim]
-	// links[node][layer] are the node's neighbours with their distance to
-	// the node, kept so pruning an overfull list needs no distance calls.
-	links [][][]nodeDist
+	// Layer 0 is a fixed-size region per node (l0[i*m0:], l0n[i] used) so
+	// an insert allocates nothing for it; the few nodes above layer 0 keep
+	// up[i][l-1]. Links carry their distance to the node, so pruning an
+	// overfull list needs no distance calls.
+	l0  []nodeDist
+	l0n []uint16
+	up  [][][]nodeDist
 
 	entry    int // -1 when empty
 	maxLevel int
 
-	visitedPool sync.Pool
+	ins         *scratch // add's scratch (add is exclusive)
+	scratchPool sync.Pool
 }
 
-func newHNSWGraph(dim int, dist func(a, b []float32) float32, m, efConstruction int, seed int64) *hnswGraph {
+func newHNSWGraph(dim int, cosine bool, m, efConstruction int, seed int64) *hnswGraph {
 	g := &hnswGraph{
-		dim:   dim,
-		dist:  dist,
-		m:     m,
-		m0:    2 * m,
-		efC:   efConstruction,
-		ml:    1 / math.Log(float64(m)),
-		rng:   rand.New(rand.NewSource(seed)),
-		entry: -1,
+		dim:    dim,
+		cosine: cosine,
+		m:      m,
+		m0:     2 * m,
+		efC:    efConstruction,
+		ml:     1 / math.Log(float64(m)),
+		rng:    rand.New(rand.NewSource(seed)),
+		entry:  -1,
+		ins:    &scratch{},
 	}
-	g.visitedPool.New = func() any { return &visitedSet{} }
+	g.scratchPool.New = func() any { return &scratch{} }
 	return g
 }
 
-func (g *hnswGraph) len() int { return len(g.links) }
+// dist is the graph's ranking distance between stored-form vectors: a
+// direct call on the metric's kernel instead of a function value, which
+// the insert path calls thousands of times per vector.
+func (g *hnswGraph) dist(a, b []float32) float32 {
+	if g.cosine {
+		return 1 - dot(a, b)
+	}
+	return l2sq(a, b)
+}
+
+func (g *hnswGraph) len() int { return len(g.l0n) }
 
 func (g *hnswGraph) vec(n uint32) []float32 {
 	return g.vecs[int(n)*g.dim : (int(n)+1)*g.dim : (int(n)+1)*g.dim]
 }
 
-// visitedSet is a generation-stamped visited marker reused across searches.
-type visitedSet struct {
-	gen   uint32
-	marks []uint32
+// links returns n's neighbours on layer l (aliasing the graph's storage).
+func (g *hnswGraph) links(n uint32, l int) []nodeDist {
+	if l == 0 {
+		base := int(n) * g.m0
+		return g.l0[base : base+int(g.l0n[n])]
+	}
+	return g.up[n][l-1]
 }
 
-func (v *visitedSet) reset(n int) {
-	if len(v.marks) < n {
-		v.marks = make([]uint32, n+n/4+64)
-		v.gen = 0
+func (g *hnswGraph) setLinks(n uint32, l int, nbs []nodeDist) {
+	if l == 0 {
+		copy(g.l0[int(n)*g.m0:], nbs)
+		g.l0n[n] = uint16(len(nbs))
+		return
 	}
-	v.gen++
-	if v.gen == 0 { // wrapped: clear
-		clear(v.marks)
-		v.gen = 1
+	g.up[n][l-1] = append(g.up[n][l-1][:0], nbs...)
+}
+
+// addBack links n to nb on layer l. An overfull list loses its farthest
+// link (possibly the new one): pruning back links by distance alone,
+// instead of re-running the heuristic, keeps inserts cheap; the new node's
+// own links still use the heuristic.
+func (g *hnswGraph) addBack(n uint32, l int, nb nodeDist) {
+	max := g.m
+	if l == 0 {
+		max = g.m0
 	}
+	cur := g.links(n, l)
+	if len(cur) < max {
+		if l == 0 {
+			g.l0[int(n)*g.m0+len(cur)] = nb
+			g.l0n[n]++
+		} else {
+			g.up[n][l-1] = append(g.up[n][l-1], nb)
+		}
+		return
+	}
+	far := 0
+	for i := range cur {
+		if cur[i].d > cur[far].d {
+			far = i
+		}
+	}
+	if nb.d < cur[far].d {
+		cur[far] = nb
+	}
+}
+
+// scratch is one search's reusable state: a generation-stamped visited
+// marker and the two heaps.
+type scratch struct {
+	gen    uint32
+	marks  []uint32
+	cand   distHeap
+	res    distHeap
+	out    []nodeDist // searchLayer's sorted result
+	sel    []nodeDist // add: the new node's chosen links
+	pruned []nodeDist // add: candidates the heuristic passed over
+	eps    []nodeDist // add: entry points for the next layer
+}
+
+func (s *scratch) reset(n int) {
+	if len(s.marks) < n {
+		s.marks = make([]uint32, n+n/4+64)
+		s.gen = 0
+	}
+	s.gen++
+	if s.gen == 0 { // wrapped: clear
+		clear(s.marks)
+		s.gen = 1
+	}
+	s.cand.a = s.cand.a[:0]
+	s.cand.far = false
+	s.res.a = s.res.a[:0]
+	s.res.far = true
 }
 
 // visit marks n and reports whether it was unvisited.
-func (v *visitedSet) visit(n uint32) bool {
-	if v.marks[n] == v.gen {
+func (s *scratch) visit(n uint32) bool {
+	if s.marks[n] == s.gen {
 		return false
 	}
-	v.marks[n] = v.gen
+	s.marks[n] = s.gen
 	return true
 }
 
@@ -91,17 +168,19 @@ type nodeDist struct {
 }
 
 // distHeap is a binary heap of nodeDist without interface boxing; far
-// selects a max-heap (farthest on top) instead of a min-heap.
+// selects a max-heap (farthest on top) instead of a min-heap. Ties break by
+// node ordinal so results do not depend on the heap's history.
 type distHeap struct {
 	a   []nodeDist
 	far bool
 }
 
 func (h *distHeap) less(i, j int) bool {
+	a, b := h.a[i], h.a[j]
 	if h.far {
-		return h.a[i].d > h.a[j].d
+		return a.d > b.d || (a.d == b.d && a.n > b.n)
 	}
-	return h.a[i].d < h.a[j].d
+	return a.d < b.d || (a.d == b.d && a.n < b.n)
 }
 
 func (h *distHeap) push(x nodeDist) {
@@ -144,7 +223,7 @@ func (h *distHeap) pop() nodeDist {
 func (g *hnswGraph) greedy(q []float32, ep nodeDist, layer int) nodeDist {
 	for changed := true; changed; {
 		changed = false
-		for _, nb := range g.links[ep.n][layer] {
+		for _, nb := range g.links(ep.n, layer) {
 			if d := g.dist(q, g.vec(nb.n)); d < ep.d {
 				ep = nodeDist{nb.n, d}
 				changed = true
@@ -156,16 +235,13 @@ func (g *hnswGraph) greedy(q []float32, ep nodeDist, layer int) nodeDist {
 
 // searchLayer is the beam search of the paper: it expands the closest
 // unexpanded candidate until that candidate is farther than the worst of the
-// ef best found so far. The result is sorted by ascending distance.
-func (g *hnswGraph) searchLayer(q []float32, eps []nodeDist, ef, layer int) []nodeDist {
-	vs := g.visitedPool.Get().(*visitedSet)
-	defer g.visitedPool.Put(vs)
-	vs.reset(g.len())
-
-	cand := distHeap{a: make([]nodeDist, 0, ef*2)}
-	res := distHeap{a: make([]nodeDist, 0, ef+1), far: true}
+// ef best found so far. The result, in s.res.a, is sorted by ascending
+// distance (then node) and valid until s is reused.
+func (g *hnswGraph) searchLayer(s *scratch, q []float32, eps []nodeDist, ef, layer int) []nodeDist {
+	s.reset(g.len())
+	cand, res := &s.cand, &s.res
 	for _, e := range eps {
-		if vs.visit(e.n) {
+		if s.visit(e.n) {
 			cand.push(e)
 			res.push(e)
 			if len(res.a) > ef {
@@ -178,8 +254,8 @@ func (g *hnswGraph) searchLayer(q []float32, eps []nodeDist, ef, layer int) []no
 		if len(res.a) >= ef && c.d > res.a[0].d {
 			break
 		}
-		for _, nb := range g.links[c.n][layer] {
-			if !vs.visit(nb.n) {
+		for _, nb := range g.links(c.n, layer) {
+			if !s.visit(nb.n) {
 				continue
 			}
 			d := g.dist(q, g.vec(nb.n))
@@ -192,30 +268,38 @@ func (g *hnswGraph) searchLayer(q []float32, eps []nodeDist, ef, layer int) []no
 			}
 		}
 	}
-	out := res.a
-	sort.Slice(out, func(i, j int) bool { return out[i].d < out[j].d || (out[i].d == out[j].d && out[i].n < out[j].n) })
-	return out
+	// Popping the max-heap yields the farthest first: fill from the back.
+	n := len(res.a)
+	if cap(s.out) < n {
+		s.out = make([]nodeDist, n)
+	}
+	s.out = s.out[:n]
+	for i := n - 1; i >= 0; i-- {
+		s.out[i] = res.pop()
+	}
+	return s.out
 }
 
 // selectNeighbors is the paper's heuristic (algorithm 4) with pruned
 // connections kept: a candidate is preferred when it is closer to the base
 // than to every neighbour already chosen, which keeps links pointing in
 // diverse directions; remaining slots are filled with the closest pruned
-// candidates. cands must be sorted by ascending distance to the base.
-func (g *hnswGraph) selectNeighbors(cands []nodeDist, max int) []nodeDist {
+// candidates. cands must be sorted by ascending distance to the base. The
+// result is in s.sel.
+func (g *hnswGraph) selectNeighbors(s *scratch, cands []nodeDist, max int) []nodeDist {
 	if len(cands) <= max {
-		return append([]nodeDist(nil), cands...)
+		s.sel = append(s.sel[:0], cands...)
+		return s.sel
 	}
-	chosen := make([]nodeDist, 0, max)
-	var pruned []nodeDist
+	chosen, pruned := s.sel[:0], s.pruned[:0]
 	for _, c := range cands {
 		if len(chosen) == max {
 			break
 		}
 		good := true
 		cv := g.vec(c.n)
-		for _, s := range chosen {
-			if g.dist(cv, g.vec(s.n)) < c.d {
+		for _, sel := range chosen {
+			if g.dist(cv, g.vec(sel.n)) < c.d {
 				good = false
 				break
 			}
@@ -232,6 +316,7 @@ func (g *hnswGraph) selectNeighbors(cands []nodeDist, max int) []nodeDist {
 		}
 		chosen = append(chosen, p)
 	}
+	s.sel, s.pruned = chosen, pruned
 	return chosen
 }
 
@@ -248,7 +333,18 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	n := uint32(g.len())
 	g.vecs = append(g.vecs, v...)
 	level := g.randomLevel()
-	g.links = append(g.links, make([][]nodeDist, level+1))
+	if cap(g.l0)-len(g.l0) < g.m0 {
+		grown := make([]nodeDist, len(g.l0), 2*cap(g.l0)+64*g.m0)
+		copy(grown, g.l0)
+		g.l0 = grown
+	}
+	g.l0 = g.l0[:len(g.l0)+g.m0]
+	g.l0n = append(g.l0n, 0)
+	var up [][]nodeDist
+	if level > 0 {
+		up = make([][]nodeDist, level)
+	}
+	g.up = append(g.up, up)
 	if g.entry < 0 {
 		g.entry, g.maxLevel = int(n), level
 		return n
@@ -258,23 +354,16 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	for l := g.maxLevel; l > level; l-- {
 		ep = g.greedy(q, ep, l)
 	}
-	eps := []nodeDist{ep}
+	s := g.ins
+	s.eps = append(s.eps[:0], ep)
 	for l := min(level, g.maxLevel); l >= 0; l-- {
-		w := g.searchLayer(q, eps, g.efC, l)
-		maxLinks := g.m
-		if l == 0 {
-			maxLinks = g.m0
-		}
-		nbs := g.selectNeighbors(w, g.m)
-		g.links[n][l] = nbs
+		w := g.searchLayer(s, q, s.eps, g.efC, l)
+		nbs := g.selectNeighbors(s, w, g.m)
+		g.setLinks(n, l, nbs)
 		for _, nb := range nbs {
-			back := append(g.links[nb.n][l], nodeDist{n, nb.d})
-			if len(back) > maxLinks {
-				back = dropFarthest(back)
-			}
-			g.links[nb.n][l] = back
+			g.addBack(nb.n, l, nodeDist{n, nb.d})
 		}
-		eps = w
+		s.eps = append(s.eps[:0], w...)
 	}
 	if level > g.maxLevel {
 		g.entry, g.maxLevel = int(n), level
@@ -282,21 +371,8 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	return n
 }
 
-// dropFarthest removes the farthest link of an overfull list. Pruning back
-// links by distance alone (instead of re-running the heuristic) keeps inserts
-// cheap; the new node's own links still use the heuristic.
-func dropFarthest(l []nodeDist) []nodeDist {
-	far := 0
-	for i := range l {
-		if l[i].d > l[far].d {
-			far = i
-		}
-	}
-	l[far] = l[len(l)-1]
-	return l[:len(l)-1]
-}
-
-// search returns up to ef nodes closest to q (stored form), sorted.
+// search returns up to ef nodes closest to q (stored form), sorted. It may
+// run concurrently with other searches, not with add.
 func (g *hnswGraph) search(q []float32, ef int) []nodeDist {
 	if g.entry < 0 {
 		return nil
@@ -305,5 +381,7 @@ func (g *hnswGraph) search(q []float32, ef int) []nodeDist {
 	for l := g.maxLevel; l > 0; l-- {
 		ep = g.greedy(q, ep, l)
 	}
-	return g.searchLayer(q, []nodeDist{ep}, ef, 0)
+	s := g.scratchPool.Get().(*scratch)
+	defer g.scratchPool.Put(s)
+	return append([]nodeDist(nil), g.searchLayer(s, q, []nodeDist{ep}, ef, 0)...)
 }

@@ -1,0 +1,152 @@
+package emulator
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/vector"
+)
+
+// vecRig drives the items collection with random 3-d vectors: upserts
+// (new ids and replacements) and deletes, tracked in live.
+type vecRig struct {
+	t    *testing.T
+	rng  *rand.Rand
+	seq  uint64
+	ts   uint64
+	live map[int][]float32
+}
+
+func (r *vecRig) ingest(e *Emulator, tok string, n int) {
+	var muts []*apiv1.Mutation
+	for i := 0; i < n; i++ {
+		r.seq++
+		r.ts++
+		id := 1 + r.rng.Intn(400)
+		if r.rng.Intn(5) == 0 {
+			muts = append(muts, del(r.seq, r.ts, id))
+			delete(r.live, id)
+			continue
+		}
+		v := []float32{float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64())}
+		muts = append(muts, &apiv1.Mutation{Seq: r.seq, CommitTs: r.ts, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: fmt.Sprint(id),
+			Fields: map[string]*apiv1.Value{"id": val(id), "title": val("t"), "emb": val(v)}})
+		r.live[id] = v
+	}
+	mustIngest(r.t, e, mb("table:100", 1, tok, muts...))
+	r.ts++
+	mustAdvance(r.t, e, "table:100", 1, r.ts)
+	e.WaitIndexed()
+}
+
+// servingIndex is the serving generation's vector index of items.
+func servingIndex(e *Emulator) *vector.Index {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.colls["items"].serving().vecFields[0].idx
+}
+
+// check compares vector searches with the index's exact scan: the whole
+// ranking (every live vector) and each of a few live vectors as its own
+// nearest neighbour, whatever part of them the graph covers yet.
+func (r *vecRig) check(e *Emulator, seed int64, what string) {
+	r.t.Helper()
+	idx := servingIndex(e)
+	if idx.Len() != len(r.live) {
+		r.t.Fatalf("seed %d %s: index holds %d vectors, %d live", seed, what, idx.Len(), len(r.live))
+	}
+	for i := 0; i < 5; i++ {
+		q := []float32{float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64())}
+		got, _ := searchKeys(r.t, e, &apiv1.SearchRequest{Collection: "items", Vector: &apiv1.VectorQuery{Field: "emb", Vector: q}, Limit: 400, KeysOnly: true})
+		want, err := idx.SearchExact(q, 400, nil)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			r.t.Fatalf("seed %d %s: %d hits, exact scan has %d (tail %d)", seed, what, len(got), len(want), idx.Tail())
+		}
+		for j := range want {
+			if got[j] != want[j].PK {
+				r.t.Fatalf("seed %d %s: rank %d is %s, exact scan has %s", seed, what, j, got[j], want[j].PK)
+			}
+		}
+	}
+	n := 0
+	for id, v := range r.live {
+		if n++; n > 10 {
+			break
+		}
+		got, _ := searchKeys(r.t, e, &apiv1.SearchRequest{Collection: "items", Vector: &apiv1.VectorQuery{Field: "emb", Vector: v}, Limit: 1, KeysOnly: true})
+		if len(got) != 1 || got[0] != fmt.Sprint(id) {
+			r.t.Fatalf("seed %d %s: vector of %d finds %v (tail %d)", seed, what, id, got, idx.Tail())
+		}
+	}
+}
+
+// Rules VEC-G2, VEC-G3, VEC-P1 with E55 and E61: with the graph on
+// (threshold 50), vector searches answer like the exact scan while the
+// graph is built in the background after the first search, through a
+// REBUILD_IN_PLACE (the new generation's index is built beside the
+// serving one) and after a restart (rebuilt from the documents).
+func TestVectorGraphThroughRebuildAndRestart(t *testing.T) {
+	seed := testSeed(t)
+	r := &vecRig{t: t, rng: rand.New(rand.NewSource(seed)), live: map[int][]float32{}}
+	dir := t.TempDir()
+	opts := Options{VectorHNSWThreshold: 50}
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := mustCreate(t, e, itemsDef("items"), 10)
+	r.ts = 10
+	tok := lin.GetSchemaGenerationToken()
+	r.ingest(e, tok, 300)
+	if idx := servingIndex(e); idx.UsingHNSW() || idx.Tail() != idx.Len() {
+		t.Fatalf("VEC-G3: graph before any search (tail %d of %d)", idx.Tail(), idx.Len())
+	}
+	r.check(e, seed, "first search")
+	for i := 0; i < 5; i++ { // writes while the builder runs
+		r.ingest(e, tok, 60)
+		r.check(e, seed, fmt.Sprintf("during build %d", i))
+	}
+	servingIndex(e).WaitGraph()
+	if idx := servingIndex(e); !idx.UsingHNSW() || idx.Tail() != 0 {
+		t.Fatalf("graph not built: tail %d of %d", idx.Tail(), idx.Len())
+	}
+	r.check(e, seed, "built")
+
+	def := itemsDef("items")
+	def.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_INT // price FLOAT -> INT
+	r.ts++
+	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, r.ts, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok = resp.GetLineage().GetSchemaGenerationToken()
+	deadline := time.Now().Add(time.Minute)
+	for status(t, e, "items").GetRebuild() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("rebuild did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.check(e, seed, "after REBUILD_IN_PLACE")
+	r.ingest(e, tok, 60)
+	r.check(e, seed, "writes after the rebuild")
+
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r.check(e, seed, "after restart")
+	r.ingest(e, tok, 60)
+	servingIndex(e).WaitGraph()
+	r.check(e, seed, "after restart, built")
+}

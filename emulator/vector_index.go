@@ -1,0 +1,28 @@
+package emulator
+
+import "github.com/searchfabric/sfemu/emulator/vector"
+
+// closeVectors stops the graph builders of old's vector indexes (VEC-G3),
+// unless a generation in keep shares them (an index reused across an
+// ADDITIVE change): a retired index gets no more writes, and building its
+// graph would only take CPU from the generation that replaced it. wait
+// blocks until the builders have stopped (Close), which takes at most one
+// vector insert per builder; retiring does not wait.
+func closeVectors(old *collection, keep []*collection, wait bool) {
+	if old == nil || old.vecW == nil || keptWorker(old.vecW, keep) {
+		return
+	}
+	for _, vf := range old.vecFields {
+		if wait {
+			vf.idx.Close()
+		} else {
+			go vf.idx.Close()
+		}
+	}
+}
+
+// vectorOptions are the vector package's options for this emulator's
+// indexes.
+func (o Options) vectorOptions() vector.Options {
+	return vector.Options{HNSWThreshold: o.VectorHNSWThreshold, Eager: o.VectorGraphEager}
+}
