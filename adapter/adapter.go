@@ -47,7 +47,8 @@ type Adapter struct {
 // (Upstream.NewSource), delivered on its own goroutine (storeFeed). Over
 // PD the adapter holds a service GC safe point at its checkpoint (SR2).
 func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config) (*Adapter, error) {
-	if len(cfg.Tables) == 0 {
+	// With a filter the set may start empty: tables join by DDL (LT8).
+	if len(cfg.Tables) == 0 && cfg.Filter == nil {
 		return nil, errors.New("adapter: no tables to mirror")
 	}
 	// A joining table's snapshot a stop interrupted is dropped (LT6).
@@ -80,7 +81,7 @@ func Start(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config
 // phase: resume point → GC hold → schema store → runtime delivering to
 // the bridge. A phase that fails undoes what the earlier ones started.
 func startWithTables(ctx context.Context, up *Upstream, emu *emulator.Emulator, cfg Config, tables []normalize.Table) (*Adapter, error) {
-	if len(tables) == 0 {
+	if len(tables) == 0 && cfg.Filter == nil {
 		return nil, errors.New("adapter: no physical tables to mirror")
 	}
 	cfg = cfg.withDefaults()

@@ -58,6 +58,11 @@ func startWithSnapshot(ctx context.Context, up *Upstream, emu *emulator.Emulator
 		}
 		return nil, false, nil
 	}
+	if len(cfg.Tables) == 0 && st == nil {
+		// An empty start set (LT8) has no rows at S: every table joins
+		// by its CREATE TABLE, empty, and is followed from there.
+		return nil, false, nil
+	}
 	cfg = cfg.withDefaults()
 	sink := cfg.sink(emu)
 	sc := cfg.Snapshot

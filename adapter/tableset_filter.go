@@ -12,8 +12,8 @@ import (
 // upstream's current ts), read from the meta keys by snapshot in every
 // mode (TF8): one TableRef per table, collection `<db>.<table>`, sorted by
 // database then table. It returns the ts it resolved at. A filter that
-// selects no table is an error naming the rules and the ts: the runtime
-// follows at least one table from its start (M3).
+// selects no table yet returns none: the adapter then starts with an
+// empty set and picks tables up at their creation (LT8, M3).
 func ResolveFilter(ctx context.Context, up *Upstream, f *tablefilter.Filter, ts uint64) ([]TableRef, uint64, error) {
 	if ts == 0 {
 		var err error
@@ -30,9 +30,6 @@ func ResolveFilter(ctx context.Context, up *Upstream, f *tablefilter.Filter, ts 
 		if f.Match(t.DB, t.Info.Name.O) {
 			refs = append(refs, TableRef{DB: t.DB, Table: t.Info.Name.O})
 		}
-	}
-	if len(refs) == 0 {
-		return nil, ts, fmt.Errorf("adapter: the table filter %q selects no table at ts %d", f, ts)
 	}
 	return refs, ts, nil
 }

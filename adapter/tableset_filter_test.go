@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/searchfabric/sfemu/tablefilter"
@@ -49,8 +48,10 @@ func testFilterResolved(t *testing.T, wire bool) {
 			}
 		}
 	}
-	_, _, err := ResolveFilter(r.ctx, r.up, tablefilter.MustParse("mysql.*,nope.*"), at)
-	if err == nil || !strings.Contains(err.Error(), `"mysql.*,nope.*" selects no table at ts`) {
-		t.Fatalf("empty match: %v", err)
+	// LT8: a filter that selects no table yet resolves to an empty set
+	// (the adapter starts with it and picks tables up at their creation).
+	refs, _, err := ResolveFilter(r.ctx, r.up, tablefilter.MustParse("mysql.*,nope.*"), at)
+	if err != nil || len(refs) != 0 {
+		t.Fatalf("empty match: %v, %v", refs, err)
 	}
 }

@@ -21,7 +21,8 @@ type StartConfig struct {
 	// StartTs is exclusive: changes with commit_ts <= StartTs are dropped.
 	StartTs uint64
 	// TableIDs are physical table ids (partition ids for partitioned
-	// tables). Non-empty, unique, each > 0. Fixed for the runtime's life.
+	// tables). Unique, each > 0; empty when the host picks every table up
+	// from the DDL stream (M3, M53). ChangeTables changes the set later.
 	TableIDs []int64
 	// DDLPollLimit is the trigger-DDL fetch batch size. Must be > 0.
 	DDLPollLimit int
@@ -48,9 +49,6 @@ func (e *ConfigError) Error() string {
 func (c *StartConfig) Validate() error {
 	if c.DDLPollLimit <= 0 {
 		return &ConfigError{Field: "DDLPollLimit", Value: fmt.Sprint(c.DDLPollLimit), Reason: "must be > 0"}
-	}
-	if len(c.TableIDs) == 0 {
-		return &ConfigError{Field: "TableIDs", Value: "[]", Reason: "must name at least one physical table id"}
 	}
 	seen := make(map[int64]int, len(c.TableIDs))
 	for i, id := range c.TableIDs {

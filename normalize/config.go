@@ -67,9 +67,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.StartTs == 0 {
 		return out, fmt.Errorf("normalize: Config.StartTs must be > 0")
 	}
-	if len(out.Tables) == 0 {
-		return out, fmt.Errorf("normalize: Config.Tables is empty")
-	}
+	// Tables may be empty: a filtered adapter starts with no table and
+	// adds them as they are created (specs/tableset.md LT8).
 	if out.CollectionName == nil {
 		out.CollectionName = DefaultCollectionName
 	}

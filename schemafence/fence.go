@@ -52,13 +52,12 @@ type Fence struct {
 	min uint64
 }
 
-// NewFence builds a fence over tableIDs. The set must be non-empty and
-// duplicate-free at the start; Add and Remove change it later (M50-M53).
+// NewFence builds a fence over tableIDs. The set must be duplicate-free;
+// an empty one is unbounded until a table joins (M53). Add and Remove
+// change it later (M50-M53).
 func NewFence(tableIDs []int64) (*Fence, error) {
-	if len(tableIDs) == 0 {
-		return nil, fmt.Errorf("schemafence: fence needs at least one table id")
-	}
 	f := &Fence{
+		min:      Unbounded, // an empty start set holds nothing back (M53)
 		ids:      append([]int64(nil), tableIDs...),
 		slot:     append([]int64(nil), tableIDs...),
 		index:    make(map[int64]int, len(tableIDs)),

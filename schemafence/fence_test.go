@@ -23,10 +23,22 @@ func testSeed(t *testing.T) int64 {
 	return s
 }
 
-func TestNewFenceRejectsEmptyAndDuplicates(t *testing.T) {
-	_, err := NewFence(nil)
-	require.Error(t, err)
-	_, err = NewFence([]int64{5, 7, 5})
+// M53: an empty start set is defined and unbounded at once; a table that
+// joins bounds it.
+func TestM53_NewFenceEmptyIsUnbounded(t *testing.T) {
+	f, err := NewFence(nil)
+	require.NoError(t, err)
+	v, ok := f.Value()
+	require.True(t, ok)
+	require.Equal(t, Unbounded, v)
+	require.NoError(t, f.Add(7, 40, 30))
+	v, ok = f.Value()
+	require.True(t, ok)
+	require.Equal(t, uint64(40), v)
+}
+
+func TestNewFenceRejectsDuplicates(t *testing.T) {
+	_, err := NewFence([]int64{5, 7, 5})
 	require.ErrorContains(t, err, "duplicate table id 5")
 }
 
