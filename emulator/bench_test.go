@@ -282,7 +282,7 @@ func randVec(rng *rand.Rand) []float32 {
 func BenchmarkVectorSearch(b *testing.B) {
 	n := benchSize("SFEMU_BENCH_VECTORS")
 	vec100kOnce.Do(func() {
-		e, err := Open("", Options{})
+		e, err := Open("", Options{VectorGraphEager: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -310,6 +310,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 		}
 		mustAdvance(b, e, "table:400", 1, 1<<40)
 		e.WaitIndexed()
+		waitVectorGraphs(e)
 		vec100k = e
 	})
 	rng := rand.New(rand.NewSource(5))

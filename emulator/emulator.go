@@ -255,7 +255,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			c.vecFields, c.vecConfig, c.vecW = prev.vecFields, prev.vecConfig, prev.vecW
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_VECTOR, c.vecW)
 		} else {
-			vfs, err := newVectorFields(def, e.opts.vectorOptions())
+			vfs, err := newVectorFields(def, e.vectorOptions(prev))
 			if err != nil {
 				return nil, err
 			}

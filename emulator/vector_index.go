@@ -21,8 +21,17 @@ func closeVectors(old *collection, keep []*collection, wait bool) {
 	}
 }
 
-// vectorOptions are the vector package's options for this emulator's
-// indexes.
-func (o Options) vectorOptions() vector.Options {
-	return vector.Options{HNSWThreshold: o.VectorHNSWThreshold, Eager: o.VectorGraphEager}
+// vectorOptions are the vector package's options for a new generation's
+// indexes. Its graphs are built at once (Eager) when the emulator is
+// eager, or when a vector index of a generation it replaces has been
+// searched: the new generation's graph then builds during the rebuild, so
+// searches after the swap find it (VEC-G3).
+func (e *Emulator) vectorOptions(prev *collection) vector.Options {
+	o := vector.Options{HNSWThreshold: e.opts.VectorHNSWThreshold, Eager: e.opts.VectorGraphEager}
+	for g := prev; g != nil && !o.Eager; g = g.prevGen {
+		for _, vf := range g.vecFields {
+			o.Eager = o.Eager || vf.idx.Armed()
+		}
+	}
+	return o
 }

@@ -19,6 +19,10 @@ func (x *Index) Arm() {
 	x.mu.Unlock()
 }
 
+// Armed reports whether the background build is enabled (by a search,
+// Arm or Options.Eager).
+func (x *Index) Armed() bool { return x.armed.Load() }
+
 // kickLocked starts the builder goroutine when it is armed, not running
 // and has work. Caller holds mu.
 func (x *Index) kickLocked() {

@@ -24,6 +24,9 @@ func TestBytesMatchesTheHeap(t *testing.T) {
 			if dim == benchDim {
 				n = 5000 // the graph build dominates the test's time
 			}
+			if testing.Short() { // the race pass
+				n /= 4
+			}
 			next := vecGen(3)
 			vecs := make([][]float32, n)
 			for i := range vecs {
