@@ -24,16 +24,17 @@ import (
 
 // addSnapshot is one joining table's snapshot.
 type addSnapshot struct {
-	name string // db.table at S
-	coll string
-	ids  []int64
-	ts   uint64
-	held []normalize.HeldPartition
-	ends []normalize.SnapshotEnd
-	hold *pd.Hold
-	done chan struct{}
-	rows uint64
-	err  error
+	name    string // db.table at S
+	coll    string
+	logical int64 // the table's id (its physical ids are ids)
+	ids     []int64
+	ts      uint64
+	held    []normalize.HeldPartition
+	ends    []normalize.SnapshotEnd
+	hold    *pd.Hold
+	done    chan struct{}
+	rows    uint64
+	err     error
 }
 
 // addRuntime is what the live set needs to snapshot a joining table; it
@@ -60,12 +61,12 @@ func (l *liveSet) holdAt(name string, ts uint64) (*pd.Hold, error) {
 // startAdd records the joining table's snapshot (the partitions already
 // added to the bridge) and holds its partitions; the caller runs it with
 // runAdd once the runtime follows the table.
-func (l *liveSet) startAdd(name, coll string, ids []int64, ts uint64, hold *pd.Hold) (*addSnapshot, error) {
+func (l *liveSet) startAdd(name, coll string, logical int64, ids []int64, ts uint64, hold *pd.Hold) (*addSnapshot, error) {
 	held, err := l.bridge.HoldPartitions(ids)
 	if err != nil {
 		return nil, err
 	}
-	s := &addSnapshot{name: name, coll: coll, ids: ids, ts: ts, held: held, hold: hold, done: make(chan struct{})}
+	s := &addSnapshot{name: name, coll: coll, logical: logical, ids: ids, ts: ts, held: held, hold: hold, done: make(chan struct{})}
 	if err := markAdd(l.add.cfg.DataDir, addMark{Table: name, Collection: coll, Ts: ts}); err != nil {
 		return nil, err
 	}
@@ -175,13 +176,26 @@ func (l *liveSet) finishAdd(s *addSnapshot, err error) {
 	}
 }
 
-// waitAdds blocks until every running snapshot of a joining table ended
-// (LT6): a DDL reaches the bridge only then, so no schema change lands
-// between a snapshot's rows (read with the schema at S) and the stream's.
-func (l *liveSet) waitAdds(ctx context.Context) error {
+// waitAdds blocks until every running snapshot of a joining table that
+// ev may touch ended (LT6, LT9): such a DDL reaches the bridge only then,
+// so no schema change lands between a snapshot's rows (read with the
+// schema at S) and the stream's. A DDL of other tables goes on at once
+// (the bridge's flush skips held partitions, N34), so copies do not stall
+// checkpoints.
+func (l *liveSet) waitAdds(ctx context.Context, ev *minicdc.DDL) error {
 	l.mu.Lock()
-	running := append([]*addSnapshot(nil), l.snaps...)
+	var running []*addSnapshot
+	for _, s := range l.snaps {
+		if ddlTouchesCopy(ev, s) {
+			running = append(running, s)
+		}
+	}
 	l.mu.Unlock()
+	if len(running) == 0 {
+		return nil
+	}
+	l.ddlWaiting.Add(1)
+	defer l.ddlWaiting.Add(-1)
 	for _, s := range running {
 		select {
 		case <-s.done:

@@ -42,6 +42,8 @@ type liveSet struct {
 	detached map[int64]string
 	// snaps are the snapshots of joining tables running now (LT6).
 	snaps []*addSnapshot
+	// ddlWaiting counts DDLs waiting in OnDDL for a snapshot (LT9).
+	ddlWaiting atomic.Int32
 
 	// add lets joining tables with rows be snapshotted (nil: not).
 	add *addRuntime
@@ -81,8 +83,8 @@ func (l *liveSet) OnCheckpoint(ctx context.Context, cp minicdc.Checkpoint) error
 }
 
 func (l *liveSet) OnDDL(ctx context.Context, ev minicdc.DDL) error {
-	// A DDL waits for the snapshots of joining tables (LT6).
-	if err := l.waitAdds(ctx); err != nil {
+	// A DDL of a joining table waits for its snapshot (LT6, LT9).
+	if err := l.waitAdds(ctx, &ev); err != nil {
 		return err
 	}
 	if err := l.next.OnDDL(ctx, ev); err != nil {
@@ -288,7 +290,7 @@ func (l *liveSet) join(rt *minicdc.Runtime, db string, dbID int64, ti *minicdc.T
 	var snap *addSnapshot
 	if copy {
 		var err error
-		if snap, err = l.startAdd(db+"."+ti.Name.O, normalize.DefaultCollectionName(db, ti.Name.O), ids, T, hold); err != nil {
+		if snap, err = l.startAdd(db+"."+ti.Name.O, normalize.DefaultCollectionName(db, ti.Name.O), ti.ID, ids, T, hold); err != nil {
 			stopHold()
 			return err
 		}
@@ -484,7 +486,7 @@ func (a *Adapter) AddTable(ctx context.Context, db, table string) ([]int64, erro
 			}
 			return err
 		}
-		snap, err = l.startAdd(db+"."+at.Name.O, a.Bridge.CollectionOf(ids[0]), ids, ts, hold)
+		snap, err = l.startAdd(db+"."+at.Name.O, a.Bridge.CollectionOf(ids[0]), at.ID, ids, ts, hold)
 		if err != nil && hold != nil {
 			_ = hold.Stop(true)
 		}
