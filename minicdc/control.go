@@ -63,6 +63,7 @@ func (r *Runtime) controlLoop() {
 		if r.owner.stopped() || r.runCtx.Err() != nil {
 			return
 		}
+		advanced := r.storeAdvanced() // before the poll: a later advance wakes the loop
 		more, wait, err := c.step()
 		if err != nil {
 			r.owner.fail(err)
@@ -79,6 +80,7 @@ func (r *Runtime) controlLoop() {
 		case <-r.runCtx.Done():
 			return
 		case <-r.progress:
+		case <-advanced:
 		case <-r.time.After(wait):
 		}
 	}

@@ -34,6 +34,16 @@ type SchemaStore interface {
 	FetchTableTriggerDDLEvents(start uint64, limit int) ([]schemastore.DDLEvent, uint64, error)
 }
 
+// StoreNotifier is implemented by a schema store that announces its
+// progress (upstream/schemastore does): ResolvedAdvanced returns a channel
+// closed the next time the store's resolved ts grows. The runtime takes it
+// before reading the store's state, so an advance in between is not
+// missed, and wakes its store waits with it (M22, M34) instead of polling
+// on a timer; without it those waits poll with backoff.
+type StoreNotifier interface {
+	ResolvedAdvanced() <-chan struct{}
+}
+
 // RowDecoder turns one raw entry plus the TableInfo valid at commit_ts-1
 // into a row change (upstream/mounter's *Mounter). out's row views borrow
 // the entry's bytes and the decoder's state until the next Decode call, so

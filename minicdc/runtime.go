@@ -231,12 +231,14 @@ func (r *Runtime) startupErr(parent context.Context, err error) error {
 }
 
 // waitStoreReady polls GetTableDDLEventState with bounded backoff until the
-// store's resolved ts for table reaches ts, or timeout passes (M16, M22).
+// store's resolved ts for table reaches ts, or timeout passes (M16, M22); a
+// store that announces its progress (StoreNotifier) wakes it at once.
 func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, trigger Trigger) error {
 	deadline := r.time.Now().Add(timeout)
 	backoff := r.opts.PollBackoffMin
 	var last uint64
 	for {
+		advanced := r.storeAdvanced() // before the read: a later advance closes it
 		st, err := r.deps.SchemaStore.GetTableDDLEventState(table)
 		if err != nil {
 			return &FatalError{Trigger: trigger, TableID: table, Ts: ts, Err: fmt.Errorf("GetTableDDLEventState: %w", err)}
@@ -252,6 +254,8 @@ func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, 
 		select {
 		case <-r.runCtx.Done():
 			return r.runCtx.Err()
+		case <-advanced:
+			continue // the store moved: check again at once
 		case <-r.time.After(backoff):
 		}
 		backoff *= 2
@@ -259,6 +263,15 @@ func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, 
 			backoff = r.opts.PollBackoffMax
 		}
 	}
+}
+
+// storeAdvanced is the store's progress announcement (StoreNotifier), or
+// nil (a channel that never fires) for a store without one.
+func (r *Runtime) storeAdvanced() <-chan struct{} {
+	if n, ok := r.deps.SchemaStore.(StoreNotifier); ok {
+		return n.ResolvedAdvanced()
+	}
+	return nil
 }
 
 // waitInitialProgress waits until every table reported a resolved ts (M18).

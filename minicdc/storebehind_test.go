@@ -84,7 +84,8 @@ func TestM34a_StoreBehindTablesRepollsSoon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitCheckpoint(t, h, st, 10)
+	short := max(h.opts.PollBackoffMax, h.opts.withDefaults().CheckpointInterval)
+	waitCheckpoint(t, h, st, 10, short)
 	// The table reports 30 while the store is still at 10; the loop
 	// wakes, polls, finds the checkpoint capped and goes to sleep (a new
 	// timer); only then does the store catch up.
@@ -95,17 +96,16 @@ func TestM34a_StoreBehindTablesRepollsSoon(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	h.store.setResolved(30)
-	waitCheckpoint(t, h, st, 30)
+	waitCheckpoint(t, h, st, 30, short)
 	if err := rt.Err(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// waitCheckpoint fires the short timers (at most PollBackoffMax and the
-// checkpoint interval) until a checkpoint at global ts want is emitted.
-func waitCheckpoint(t *testing.T, h *harness, st *steppedTime, want uint64) {
+// waitCheckpoint fires the timers of at most limit until a checkpoint at
+// global ts want is emitted.
+func waitCheckpoint(t *testing.T, h *harness, st *steppedTime, want uint64, limit time.Duration) {
 	t.Helper()
-	limit := max(h.opts.PollBackoffMax, h.opts.withDefaults().CheckpointInterval)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		h.cb.mu.Lock()

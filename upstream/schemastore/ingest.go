@@ -251,6 +251,8 @@ func (s *Store) applyUpToLocked(target uint64) error {
 	}
 	s.mu.Lock()
 	s.h.resolvedTs = target
+	close(s.advanced)
+	s.advanced = make(chan struct{})
 	s.mu.Unlock()
 	return nil
 }

@@ -95,6 +95,18 @@ type Store struct {
 	failure atomic.Pointer[error]
 	closed  atomic.Bool
 	done    chan struct{} // closed by Close; ends the context watcher
+	// advanced is closed, and replaced, each time a new resolved ts is
+	// published (under mu): readers waiting for the store to reach a ts
+	// (minicdc M22, M34a) wake at once instead of polling on a timer.
+	advanced chan struct{}
+}
+
+// ResolvedAdvanced returns a channel closed the next time the store
+// publishes a larger resolved ts (minicdc.StoreNotifier).
+func (s *Store) ResolvedAdvanced() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.advanced
 }
 
 // New validates cfg and returns a store that does nothing until
@@ -113,7 +125,7 @@ func New(cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{cfg: cfg, log: log, pending: map[pendingKey]*model.Job{}, tables: map[int64]uint64{}, done: make(chan struct{})}, nil
+	return &Store{cfg: cfg, log: log, pending: map[pendingKey]*model.Job{}, tables: map[int64]uint64{}, done: make(chan struct{}), advanced: make(chan struct{})}, nil
 }
 
 // Path returns the bbolt file of a keyspace.
