@@ -100,7 +100,7 @@ func facetCounts(c *collection, reqs []*apiv1.FacetRequest, matching func(yield 
 	matching(func(pk string) {
 		ent, _ := c.docs.Get(pk)
 		for i, r := range reqs {
-			v := ent.Fields[r.GetField()]
+			v := ent.Field(r.GetField())
 			if isNull(v) {
 				out[i].Missing++
 				continue

@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 )
 
 // filterSet is a validated AND of filters (E73, E74).
@@ -87,9 +88,9 @@ func compileFilters(s *contract.Schema, filters []*apiv1.Filter) (filterSet, err
 	return filterSet(filters), nil
 }
 
-func (fs filterSet) match(fields map[string]*apiv1.Value) bool {
+func (fs filterSet) match(ent *docstore.Entry) bool {
 	for _, f := range fs {
-		if !matchOne(f, fields[f.GetField()]) {
+		if !matchOne(f, ent.Field(f.GetField())) {
 			return false
 		}
 	}

@@ -15,8 +15,17 @@ import (
 // The emulator keeps references to the batch's Value messages: do not
 // modify a batch after passing it.
 func (e *Emulator) Ingest(ctx context.Context, b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
+	return e.IngestRows(ctx, b, nil)
+}
+
+// IngestRows is Ingest of a batch whose upserts carry their values
+// positionally in rows (E44) instead of in each Mutation's fields map:
+// the same admission, checks, outcome and durability, without a map per
+// row. rows nil is Ingest. The emulator keeps references to rows' values
+// and layout: do not modify them after passing them.
+func (e *Emulator) IngestRows(ctx context.Context, b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.IngestResponse, error) {
 	start := e.opts.Clock.Now()
-	resp, err := e.ingest(b)
+	resp, err := e.ingest(b, rows)
 	if err != nil {
 		return nil, e.reject("ingest", err)
 	}
@@ -45,7 +54,7 @@ func (e *Emulator) mappedLocked(partition, wantCollection string) (*apiv1.Partit
 	return ps, c, nil
 }
 
-func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
+func (e *Emulator) ingest(b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.IngestResponse, error) {
 	// Writers are serialised by wmu; they read state without mu (only
 	// writers change it) and take mu only to publish, so reads are not
 	// blocked by the durable commit.
@@ -75,8 +84,21 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 	if ps.GetResolvedEpoch() != 0 && ps.GetResolvedEpoch() == b.GetSourceEpoch() {
 		lateBound = ps.GetResolvedTs()
 	}
+	var rs *contract.RowSchema
+	if rows != nil {
+		if rows.Layout == nil || len(rows.Vals) != len(muts) {
+			return nil, contract.Errf(contract.ReasonInvalidBatch, "mutations", fmt.Sprintf("%d positional rows with a layout", len(muts)), fmt.Sprint(len(rows.Vals)), "the batch's rows do not match its mutations")
+		}
+		rs = c.schema.Bind(rows.Layout.Names)
+	}
 	for i, m := range muts {
-		if err := c.schema.CheckMutationAt(m, i); err != nil {
+		var err error
+		if rs != nil {
+			err = rs.CheckRowAt(m, rows.Vals[i], i)
+		} else {
+			err = c.schema.CheckMutationAt(m, i)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if m.GetCommitTs() <= lateBound {
@@ -86,10 +108,13 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch) (*apiv1.IngestResponse, error)
 	}
 	// Plan (E38, E40).
 	plan := c.docs.NewBatch(len(muts))
-	for _, m := range muts {
-		if m.GetKind() == apiv1.MutationKind_MUTATION_KIND_DELETE {
+	for i, m := range muts {
+		switch {
+		case m.GetKind() == apiv1.MutationKind_MUTATION_KIND_DELETE:
 			plan.Delete(m.GetPrimaryKey(), m.GetCommitTs())
-		} else {
+		case rows != nil:
+			plan.UpsertRow(m.GetPrimaryKey(), m.GetCommitTs(), rows.Layout, rows.Vals[i], b.GetSourcePartition())
+		default:
 			plan.Upsert(m.GetPrimaryKey(), m.GetCommitTs(), m.GetFields(), b.GetSourcePartition())
 		}
 	}

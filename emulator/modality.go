@@ -251,7 +251,7 @@ func textApplier(idx text.Engine, fields []string) func([]docstore.Change) error
 			texts := make([]string, len(fields))
 			has := false
 			for i, f := range fields {
-				texts[i] = textOf(ch.New.Fields[f])
+				texts[i] = textOf(ch.New.Field(f))
 				has = has || texts[i] != ""
 			}
 			if has {
@@ -313,7 +313,7 @@ func vectorApplier(fields []*vectorField) func([]docstore.Change) error {
 			for _, ch := range changes {
 				var vec []float32
 				if ch.New != nil && !ch.New.Deleted {
-					vec = ch.New.Fields[vf.name].GetVectorValue().GetValues()
+					vec = ch.New.Field(vf.name).GetVectorValue().GetValues()
 				}
 				if vec == nil {
 					vf.idx.Delete(ch.PK)
@@ -380,7 +380,7 @@ func (n *numericColumn) setAll(field string, changes []docstore.Change) {
 	for _, ch := range changes {
 		var v *apiv1.Value
 		if ch.New != nil && !ch.New.Deleted {
-			v = ch.New.Fields[field]
+			v = ch.New.Field(field)
 		}
 		if v == nil || !isNumericKind(v) {
 			delete(n.vals, ch.PK)
@@ -440,7 +440,7 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 	for field, post := range a.keyword {
 		for _, ch := range changes {
 			if ch.Old != nil && !ch.Old.Deleted {
-				if k, ok := valueKey(ch.Old.Fields[field]); ok {
+				if k, ok := valueKey(ch.Old.Field(field)); ok {
 					if set := post[k]; set != nil {
 						delete(set, ch.PK)
 						if len(set) == 0 {
@@ -450,7 +450,7 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 				}
 			}
 			if ch.New != nil && !ch.New.Deleted {
-				if k, ok := valueKey(ch.New.Fields[field]); ok {
+				if k, ok := valueKey(ch.New.Field(field)); ok {
 					set := post[k]
 					if set == nil {
 						set = map[string]struct{}{}

@@ -168,7 +168,7 @@ func (e *Emulator) getDocument(ctx context.Context, req *apiv1.GetDocumentReques
 		return resp, nil
 	}
 	resp.Found = true
-	resp.Document = &apiv1.Document{PrimaryKey: req.GetPrimaryKey(), Fields: ent.Fields, CommitTs: ent.Version, SourcePartition: ent.Partition}
+	resp.Document = &apiv1.Document{PrimaryKey: req.GetPrimaryKey(), Fields: ent.FieldMap(), CommitTs: ent.Version, SourcePartition: ent.Partition}
 	return resp, nil
 }
 
@@ -194,8 +194,8 @@ func (e *Emulator) Scan(ctx context.Context, collection string, filters []*apiv1
 	var out []*apiv1.Document
 	for ; i < len(keys) && len(out) < limit; i++ {
 		ent, _ := c.docs.Get(keys[i])
-		if fs.match(ent.Fields) {
-			out = append(out, &apiv1.Document{PrimaryKey: keys[i], Fields: ent.Fields, CommitTs: ent.Version, SourcePartition: ent.Partition})
+		if fs.match(ent) {
+			out = append(out, &apiv1.Document{PrimaryKey: keys[i], Fields: ent.FieldMap(), CommitTs: ent.Version, SourcePartition: ent.Partition})
 		}
 	}
 	return out, e.safeLocked(c), nil

@@ -237,21 +237,22 @@ func projectDocs(old *docstore.Store, s *contract.Schema, removedParts []string)
 		kept++
 		var fields map[string]*apiv1.Value
 		changed := false
-		for name, v := range ent.Fields {
+		ent.Range(func(name string, v *apiv1.Value) bool {
 			f, ok := s.Fields[name]
 			if !ok {
 				changed = true
-				continue
+				return true
 			}
 			if contract.CheckValue(f, v, name) != nil {
 				v = &apiv1.Value{Kind: &apiv1.Value_NullValue{NullValue: true}}
 				changed = true
 			}
 			if fields == nil {
-				fields = make(map[string]*apiv1.Value, len(ent.Fields))
+				fields = make(map[string]*apiv1.Value, ent.NumFields())
 			}
 			fields[name] = v
-		}
+			return true
+		})
 		if !changed {
 			out.Put(pk, ent)
 			return

@@ -103,7 +103,7 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 	// A hit must be a live document that passes every filter.
 	accept := func(pk string) bool {
 		ent, ok := c.docs.Get(pk)
-		return ok && !ent.Deleted && fs.match(ent.Fields)
+		return ok && !ent.Deleted && fs.match(ent)
 	}
 	offset := int(req.GetOffset())
 	// needAll: the whole matching set is ranked (sorts by a field, cursors
@@ -268,7 +268,7 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 			h.Highlights = hl(ent)
 		}
 		if !req.GetKeysOnly() {
-			h.Fields = ent.Fields
+			h.Fields = ent.FieldMap()
 		}
 		resp.Hits = append(resp.Hits, h)
 	}

@@ -143,7 +143,7 @@ func keyValue(ent *docstore.Entry, r cand, k sortKey) *apiv1.Value {
 		return &apiv1.Value{Kind: &apiv1.Value_DoubleValue{DoubleValue: r.score}}
 	}
 	if ent != nil {
-		if v := ent.Fields[k.field]; !isNull(v) {
+		if v := ent.Field(k.field); !isNull(v) {
 			return v
 		}
 	}
@@ -241,7 +241,7 @@ func highlighterFor(c *collection, req *apiv1.SearchRequest) (func(*docstore.Ent
 	return func(ent *docstore.Entry) map[string]string {
 		var out map[string]string
 		for _, f := range fields {
-			s := textOf(ent.Fields[f])
+			s := textOf(ent.Field(f))
 			if s == "" {
 				continue
 			}

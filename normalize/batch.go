@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/reorder"
 )
 
@@ -73,6 +74,7 @@ type protoAlloc struct {
 	nulls   []apiv1.Value_NullValue
 	vectors []apiv1.Value_VectorValue
 	muts    []apiv1.Mutation
+	ptrs    []*apiv1.Value // positional rows' value slots (E44)
 }
 
 const protoChunk = 256
@@ -99,50 +101,78 @@ func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byt
 	}
 	pm.Fields = make(map[string]*apiv1.Value, len(m.vals))
 	for i := range m.vals {
-		v := &m.vals[i]
-		pv := take(&a.vals)
-		switch v.kind {
-		case vNull:
-			w := take(&a.nulls)
-			w.NullValue = true
-			pv.Kind = w
-		case vInt:
-			w := take(&a.ints)
-			w.Int64Value = int64(v.num)
-			pv.Kind = w
-		case vUint:
-			w := take(&a.uints)
-			w.Uint64Value = v.num
-			pv.Kind = w
-		case vFloat:
-			w := take(&a.floats)
-			w.DoubleValue = math.Float64frombits(v.num)
-			pv.Kind = w
-		case vString:
-			w := take(&a.strs)
-			w.StringValue = all[v.off : v.off+v.n]
-			pv.Kind = w
-		case vJSON:
-			w := take(&a.jsons)
-			w.JsonValue = all[v.off : v.off+v.n]
-			pv.Kind = w
-		case vBytes:
-			w := take(&a.bytes)
-			w.BytesValue = allBytes[v.off : v.off+v.n : v.off+v.n]
-			pv.Kind = w
-		case vVector:
-			b := m.data[v.off : v.off+v.n]
-			fv := &apiv1.FloatVector{Values: make([]float32, len(b)/4)}
-			for j := range fv.Values {
-				fv.Values[j] = math.Float32frombits(uint32(b[4*j]) | uint32(b[4*j+1])<<8 | uint32(b[4*j+2])<<16 | uint32(b[4*j+3])<<24)
-			}
-			w := take(&a.vectors)
-			w.VectorValue = fv
-			pv.Kind = w
-		}
-		pm.Fields[m.shape.Fields[i].Name] = pv
+		pm.Fields[m.shape.Fields[i].Name] = a.value(m, &m.vals[i], all, allBytes)
 	}
 	return pm
+}
+
+// toRow is toProto for a positional batch (E44): the mutation without a
+// fields map, and its values in the shape's layout order (nil for a
+// delete), carved from one slab of slots.
+func (a *protoAlloc) toRow(m *Mutation, seq uint64, all string, allBytes []byte) (*apiv1.Mutation, []*apiv1.Value) {
+	pm := take(&a.muts)
+	pm.Seq = seq
+	pm.CommitTs = m.CommitTs
+	pm.Kind = m.Kind
+	pm.PrimaryKey = all[m.pkOff:]
+	if m.Kind == apiv1.MutationKind_MUTATION_KIND_DELETE {
+		return pm, nil
+	}
+	n := len(m.vals)
+	if cap(a.ptrs)-len(a.ptrs) < n {
+		a.ptrs = make([]*apiv1.Value, 0, max(protoChunk*8, n))
+	}
+	vals := a.ptrs[len(a.ptrs) : len(a.ptrs)+n : len(a.ptrs)+n]
+	a.ptrs = a.ptrs[:len(a.ptrs)+n]
+	for i := range m.vals {
+		vals[i] = a.value(m, &m.vals[i], all, allBytes)
+	}
+	return pm, vals
+}
+
+// value builds the protobuf value of v, a value of m.
+func (a *protoAlloc) value(m *Mutation, v *ownedVal, all string, allBytes []byte) *apiv1.Value {
+	pv := take(&a.vals)
+	switch v.kind {
+	case vNull:
+		w := take(&a.nulls)
+		w.NullValue = true
+		pv.Kind = w
+	case vInt:
+		w := take(&a.ints)
+		w.Int64Value = int64(v.num)
+		pv.Kind = w
+	case vUint:
+		w := take(&a.uints)
+		w.Uint64Value = v.num
+		pv.Kind = w
+	case vFloat:
+		w := take(&a.floats)
+		w.DoubleValue = math.Float64frombits(v.num)
+		pv.Kind = w
+	case vString:
+		w := take(&a.strs)
+		w.StringValue = all[v.off : v.off+v.n]
+		pv.Kind = w
+	case vJSON:
+		w := take(&a.jsons)
+		w.JsonValue = all[v.off : v.off+v.n]
+		pv.Kind = w
+	case vBytes:
+		w := take(&a.bytes)
+		w.BytesValue = allBytes[v.off : v.off+v.n : v.off+v.n]
+		pv.Kind = w
+	case vVector:
+		b := m.data[v.off : v.off+v.n]
+		fv := &apiv1.FloatVector{Values: make([]float32, len(b)/4)}
+		for j := range fv.Values {
+			fv.Values[j] = math.Float32frombits(uint32(b[4*j]) | uint32(b[4*j+1])<<8 | uint32(b[4*j+2])<<16 | uint32(b[4*j+3])<<24)
+		}
+		w := take(&a.vectors)
+		w.VectorValue = fv
+		pv.Kind = w
+	}
+	return pv
 }
 
 // batchBuilder turns a drained, canonical run of one partition into
@@ -151,11 +181,14 @@ type batchBuilder struct {
 	partition, collection, token string
 	seq                          *seqCounter
 	alloc                        *protoAlloc
+	// positional builds rows (E44) for a sink that takes them.
+	positional bool
 }
 
 // build builds the batch of items (the next seqs) and releases the items'
-// slab memory: the protobufs hold copies of every byte.
-func (bb *batchBuilder) build(items []reorder.Item[Mutation]) *apiv1.MutationBatch {
+// slab memory: the protobufs hold copies of every byte. rows is non-nil
+// when the batch was built positionally.
+func (bb *batchBuilder) build(items []reorder.Item[Mutation]) (*apiv1.MutationBatch, *contract.Rows) {
 	first := bb.seq.assign(len(items))
 	b := &apiv1.MutationBatch{
 		SourcePartition:       bb.partition,
@@ -163,25 +196,56 @@ func (bb *batchBuilder) build(items []reorder.Item[Mutation]) *apiv1.MutationBat
 		FirstSeq:              first,
 		SchemaGenerationToken: bb.token,
 		Collection:            bb.collection,
-		Mutations:             make([]*apiv1.Mutation, 0, len(items)),
 	}
-	// One immutable copy of every byte of the batch: the protos slice it.
-	total := 0
+	rows := bb.alloc.assemble(b, len(items), func(i int) *Mutation { return &items[i].Value }, bb.positional)
 	for i := range items {
-		total += len(items[i].Value.data)
+		items[i].Value.release()
+	}
+	return b, rows
+}
+
+// assemble fills b's mutations (seqs from b.FirstSeq) from the n
+// mutations mut returns, over one immutable copy of all their bytes that
+// the protobufs slice. With positional, and when every upsert has one
+// shape, it returns the values as rows (E44) and leaves the mutations'
+// fields maps empty; otherwise it builds the maps and returns nil.
+func (a *protoAlloc) assemble(b *apiv1.MutationBatch, n int, mut func(i int) *Mutation, positional bool) *contract.Rows {
+	var sh *shape
+	total := 0
+	for i := 0; i < n; i++ {
+		m := mut(i)
+		total += len(m.data)
+		if positional && m.vals != nil {
+			if sh == nil {
+				sh = m.shape
+			} else if m.shape != sh && m.shape.Layout != sh.Layout {
+				positional = false // two shapes in one batch: the map form says it
+			}
+		}
 	}
 	buf := make([]byte, 0, total)
-	for i := range items {
-		buf = append(buf, items[i].Value.data...)
+	for i := 0; i < n; i++ {
+		buf = append(buf, mut(i).data...)
 	}
 	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
-	off := 0
-	for i := range items {
-		m := &items[i].Value
-		n := len(m.data)
-		b.Mutations = append(b.Mutations, bb.alloc.toProto(m, first+uint64(i), all[off:off+n], buf[off:off+n:off+n]))
-		off += n
-		m.release()
+	b.Mutations = make([]*apiv1.Mutation, 0, n)
+	var rows *contract.Rows
+	if positional && sh != nil && sh.Layout != nil {
+		rows = &contract.Rows{Layout: sh.Layout, Vals: make([][]*apiv1.Value, 0, n)}
 	}
-	return b
+	off := 0
+	for i := 0; i < n; i++ {
+		m := mut(i)
+		k := len(m.data)
+		seq := b.FirstSeq + uint64(i)
+		if rows != nil {
+			pm, vals := a.toRow(m, seq, all[off:off+k], buf[off:off+k:off+k])
+			b.Mutations = append(b.Mutations, pm)
+			rows.Vals = append(rows.Vals, vals)
+		} else {
+			b.Mutations = append(b.Mutations, a.toProto(m, seq, all[off:off+k], buf[off:off+k:off+k]))
+		}
+		off += k
+	}
+	return rows
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/reorder"
 )
 
@@ -29,9 +30,11 @@ func (b *Bridge) ingestDrained(ctx context.Context, p *partition) error {
 	items := p.drained
 	p.cuts = cutPoints(len(items), b.cfg.MaxBatchRows, b.cfg.MaxBatchBytes,
 		func(i int) int64 { return items[i].Value.wireSize() }, func(int) string { return coll.token }, p.cuts)
-	bb := &batchBuilder{partition: p.name, collection: coll.name, token: coll.token, seq: &p.seq, alloc: &p.alloc}
+	_, positional := b.sink.(RowSink)
+	bb := &batchBuilder{partition: p.name, collection: coll.name, token: coll.token, seq: &p.seq, alloc: &p.alloc, positional: positional}
 	if len(p.cuts) == 1 {
-		return b.ingestBatch(ctx, p, bb.build(items))
+		batch, rows := bb.build(items)
+		return b.ingestBatch(ctx, p, batch, rows)
 	}
 	return b.ingestPipelined(ctx, p, bb, items, p.cuts)
 }
@@ -44,7 +47,11 @@ func (b *Bridge) ingestDrained(ctx context.Context, p *partition) error {
 // builder owns p.seq, p.alloc and items until it has exited, which this
 // function waits for before returning.
 func (b *Bridge) ingestPipelined(ctx context.Context, p *partition, bb *batchBuilder, items []reorder.Item[Mutation], cuts []int) error {
-	ready := make(chan *apiv1.MutationBatch, 1)
+	type built struct {
+		batch *apiv1.MutationBatch
+		rows  *contract.Rows
+	}
+	ready := make(chan built, 1)
 	quit := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
@@ -57,18 +64,18 @@ func (b *Bridge) ingestPipelined(ctx context.Context, p *partition, bb *batchBui
 			}
 		}()
 		for _, end := range cuts {
-			batch := bb.build(items[start:end])
+			batch, rows := bb.build(items[start:end])
 			start = end
 			select {
-			case ready <- batch:
+			case ready <- built{batch, rows}:
 			case <-quit:
 				return
 			}
 		}
 	}()
 	var err error
-	for batch := range ready {
-		if err = b.ingestBatch(ctx, p, batch); err != nil {
+	for bt := range ready {
+		if err = b.ingestBatch(ctx, p, bt.batch, bt.rows); err != nil {
 			break
 		}
 	}
@@ -79,11 +86,11 @@ func (b *Bridge) ingestPipelined(ctx context.Context, p *partition, bb *batchBui
 
 // ingestBatch sends one batch and checks its acknowledgement; a failure
 // stops the bridge (N7).
-func (b *Bridge) ingestBatch(ctx context.Context, p *partition, batch *apiv1.MutationBatch) error {
+func (b *Bridge) ingestBatch(ctx context.Context, p *partition, batch *apiv1.MutationBatch, rows *contract.Rows) error {
 	if err := p.seqRun.check(p.name, batch); err != nil {
 		return b.stop(err)
 	}
-	resp, err := b.sink.Ingest(ctx, batch)
+	resp, err := sinkIngest(ctx, b.sink, batch, rows)
 	if err != nil {
 		return b.stop(fmt.Errorf("normalize: ingest %s epoch %d seq %d..%d: %w", p.name, batch.GetSourceEpoch(),
 			batch.GetFirstSeq(), batch.GetFirstSeq()+uint64(len(batch.GetMutations()))-1, err))

@@ -10,9 +10,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize/ddlmap"
 )
@@ -160,13 +160,13 @@ func (p *SnapshotPartition) Ingest(ctx context.Context, ch *SnapshotChunk) error
 		func(i int) int64 { return muts[i].wireSize() }, func(int) string { return p.cfg.Token }, p.cuts)
 	start := 0
 	for _, end := range p.cuts {
-		batch := p.build(muts[start:end])
+		batch, rows := p.build(muts[start:end])
 		start = end
 		if err := p.run.check(p.cfg.Partition, batch); err != nil {
 			p.err = err
 			return err
 		}
-		resp, err := p.sink.Ingest(ctx, batch)
+		resp, err := sinkIngest(ctx, p.sink, batch, rows)
 		last := batch.GetFirstSeq() + uint64(len(batch.GetMutations())) - 1
 		if err == nil && resp.GetLastSeq() != last {
 			err = fmt.Errorf("emulator acknowledged last seq %d, sent %d..%d (outcome %s)", resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
@@ -182,30 +182,13 @@ func (p *SnapshotPartition) Ingest(ctx context.Context, ch *SnapshotChunk) error
 
 // build turns muts into the batch of the next seqs; the protobufs hold
 // copies of every byte (as batchBuilder.build).
-func (p *SnapshotPartition) build(muts []Mutation) *apiv1.MutationBatch {
-	first := p.seq.assign(len(muts))
+func (p *SnapshotPartition) build(muts []Mutation) (*apiv1.MutationBatch, *contract.Rows) {
 	b := &apiv1.MutationBatch{
-		SourcePartition: p.cfg.Partition, SourceEpoch: p.cfg.Epoch, FirstSeq: first,
+		SourcePartition: p.cfg.Partition, SourceEpoch: p.cfg.Epoch, FirstSeq: p.seq.assign(len(muts)),
 		SchemaGenerationToken: p.cfg.Token, Collection: p.cfg.Collection,
-		Mutations: make([]*apiv1.Mutation, 0, len(muts)),
 	}
-	total := 0
-	for i := range muts {
-		total += len(muts[i].data)
-	}
-	buf := make([]byte, 0, total)
-	for i := range muts {
-		buf = append(buf, muts[i].data...)
-	}
-	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
-	off := 0
-	for i := range muts {
-		m := &muts[i]
-		n := len(m.data)
-		b.Mutations = append(b.Mutations, p.alloc.toProto(m, first+uint64(i), all[off:off+n], buf[off:off+n:off+n]))
-		off += n
-	}
-	return b
+	_, positional := p.sink.(RowSink)
+	return b, p.alloc.assemble(b, len(muts), func(i int) *Mutation { return &muts[i] }, positional)
 }
 
 // NextSeq is the next seq of the snapshot's epoch (1 + the seqs used).

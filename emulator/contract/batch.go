@@ -87,49 +87,74 @@ func NewSchema(def *apiv1.CollectionDefinition) *Schema {
 // CheckMutation checks E36 for one mutation; path prefixes field paths
 // (e.g. "mutations[3]").
 func (s *Schema) CheckMutation(m *apiv1.Mutation, path string) error {
-	if m.GetCommitTs() == 0 {
-		return Errf(ReasonInvalidMutation, path+".commit_ts", "> 0", "0", "commit ts is required")
-	}
-	if m.GetPrimaryKey() == "" {
-		return Errf(ReasonInvalidMutation, path+".primary_key", "non-empty", `""`, "primary key is required")
-	}
-	if !utf8.ValidString(m.GetPrimaryKey()) {
-		return Errf(ReasonInvalidMutation, path+".primary_key", "valid UTF-8", strconv.Quote(m.GetPrimaryKey()), "primary key is not valid UTF-8")
-	}
-	switch m.GetKind() {
-	case apiv1.MutationKind_MUTATION_KIND_DELETE:
-		if _, err := apiv1.SplitKey(m.GetPrimaryKey(), len(s.PK)); err != nil {
-			return Errf(ReasonInvalidMutation, path+".primary_key", fmt.Sprintf("a canonical key of %d components", len(s.PK)), strconv.Quote(m.GetPrimaryKey()), "%v", err)
-		}
-		return nil
-	case apiv1.MutationKind_MUTATION_KIND_UPSERT:
-	default:
-		return Errf(ReasonInvalidMutation, path+".kind", "UPSERT or DELETE", m.GetKind().String(), "unknown mutation kind")
+	if done, err := s.checkHead(m, path); done || err != nil {
+		return err
 	}
 	for name, v := range m.GetFields() {
-		f, ok := s.Fields[name]
-		if !ok {
-			return Errf(ReasonUnknownField, path+".fields."+name, "a field of "+s.Def.GetName(), name, "field is not in the definition")
-		}
-		// The path is built only on error: this loop runs per field of
-		// every row.
-		if err := CheckValue(f, v, ""); err != nil {
-			ce := err.(*Error)
-			ce.Field = clean(path + ".fields." + name + ce.Field)
-			return ce
+		if err := s.checkField(s.Fields[name], name, v, path); err != nil {
+			return err
 		}
 	}
 	if len(s.PK) == 1 && singleKeyMatches(m.GetFields()[s.PK[0].GetName()], m.GetPrimaryKey()) {
 		return nil // the common case, checked without rendering the key
 	}
-	key, err := s.encodeKey(m.GetFields(), path)
+	return s.checkKey(m.GetPrimaryKey(), path, func(_ int, f *apiv1.Field) (*apiv1.Value, bool) {
+		v, ok := m.GetFields()[f.GetName()]
+		return v, ok
+	})
+}
+
+// checkField checks one field value of an upsert (E36, E42); f is the
+// definition's field of that name, nil when there is none.
+func (s *Schema) checkField(f *apiv1.Field, name string, v *apiv1.Value, path string) error {
+	if f == nil {
+		return Errf(ReasonUnknownField, path+".fields."+name, "a field of "+s.Def.GetName(), name, "field is not in the definition")
+	}
+	// The path is built only on error: this runs per field of every row.
+	if err := CheckValue(f, v, ""); err != nil {
+		ce := err.(*Error)
+		ce.Field = clean(path + ".fields." + name + ce.Field)
+		return ce
+	}
+	return nil
+}
+
+// checkKey checks that pk is the canonical key of the key fields' values
+// (get returns the value of the i-th key field, ok=false when absent).
+func (s *Schema) checkKey(pk, path string, get func(i int, f *apiv1.Field) (*apiv1.Value, bool)) error {
+	key, err := s.encodeKey(path, get)
 	if err != nil {
 		return err
 	}
-	if key != m.GetPrimaryKey() {
-		return Errf(ReasonPrimaryKeyMismatch, path+".primary_key", strconv.Quote(key), strconv.Quote(m.GetPrimaryKey()), "primary key does not match the key fields")
+	if key != pk {
+		return Errf(ReasonPrimaryKeyMismatch, path+".primary_key", strconv.Quote(key), strconv.Quote(pk), "primary key does not match the key fields")
 	}
 	return nil
+}
+
+// checkHead checks what does not depend on the fields' form: commit ts,
+// key text, kind, and a delete's key (done=true: nothing more to check).
+func (s *Schema) checkHead(m *apiv1.Mutation, path string) (done bool, err error) {
+	if m.GetCommitTs() == 0 {
+		return true, Errf(ReasonInvalidMutation, path+".commit_ts", "> 0", "0", "commit ts is required")
+	}
+	if m.GetPrimaryKey() == "" {
+		return true, Errf(ReasonInvalidMutation, path+".primary_key", "non-empty", `""`, "primary key is required")
+	}
+	if !utf8.ValidString(m.GetPrimaryKey()) {
+		return true, Errf(ReasonInvalidMutation, path+".primary_key", "valid UTF-8", strconv.Quote(m.GetPrimaryKey()), "primary key is not valid UTF-8")
+	}
+	switch m.GetKind() {
+	case apiv1.MutationKind_MUTATION_KIND_DELETE:
+		if _, err := apiv1.SplitKey(m.GetPrimaryKey(), len(s.PK)); err != nil {
+			return true, Errf(ReasonInvalidMutation, path+".primary_key", fmt.Sprintf("a canonical key of %d components", len(s.PK)), strconv.Quote(m.GetPrimaryKey()), "%v", err)
+		}
+		return true, nil
+	case apiv1.MutationKind_MUTATION_KIND_UPSERT:
+	default:
+		return true, Errf(ReasonInvalidMutation, path+".kind", "UPSERT or DELETE", m.GetKind().String(), "unknown mutation kind")
+	}
+	return false, nil
 }
 
 // CheckMutationAt is CheckMutation of mutations[i] of a batch. The path is
@@ -159,10 +184,10 @@ func singleKeyMatches(v *apiv1.Value, pk string) bool {
 	return false
 }
 
-func (s *Schema) encodeKey(fields map[string]*apiv1.Value, path string) (string, error) {
+func (s *Schema) encodeKey(path string, get func(i int, f *apiv1.Field) (*apiv1.Value, bool)) (string, error) {
 	comps := make([]string, len(s.PK))
 	for i, f := range s.PK {
-		v, ok := fields[f.GetName()]
+		v, ok := get(i, f)
 		if !ok {
 			return "", Errf(ReasonInvalidMutation, path+".fields."+f.GetName(), "the primary-key value", "absent", "upsert must carry every key field")
 		}

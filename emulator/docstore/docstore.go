@@ -13,19 +13,91 @@ import (
 	"sort"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 )
 
 // Entry is the stored state of one primary key. Entries are immutable once
 // committed: a change replaces the pointer.
+//
+// A live entry's row image has one of two forms: Fields (a map, as the
+// canonical Mutation carries it) or Layout + Vals (positional, as the
+// in-process adapter hands rows over: no map per row to build, hash,
+// iterate and collect; E44). Readers go through Field, Range, NumFields
+// and FieldMap, which serve both forms alike.
 type Entry struct {
 	// Version is the commit_ts of the mutation that produced this state.
 	Version uint64
 	// Deleted marks a tombstone.
 	Deleted bool
-	// Fields is the row image (nil for tombstones). Shared, read-only.
+	// Fields is the row image of the map form (nil for tombstones and
+	// positional entries). Shared, read-only.
 	Fields map[string]*apiv1.Value
+	// Layout and Vals are the positional form: Vals[i] is the value of
+	// Layout.Names[i], nil when the row does not carry that field.
+	// Shared, read-only.
+	Layout *contract.Layout
+	Vals   []*apiv1.Value
 	// Partition is the source partition of the last upsert (E40).
 	Partition string
+}
+
+// Field returns the value of field name, nil when the row has none.
+func (e *Entry) Field(name string) *apiv1.Value {
+	if e.Layout == nil {
+		return e.Fields[name]
+	}
+	if i := e.Layout.Index(name); i >= 0 {
+		return e.Vals[i]
+	}
+	return nil
+}
+
+// NumFields is the number of fields the row carries.
+func (e *Entry) NumFields() int {
+	if e.Layout == nil {
+		return len(e.Fields)
+	}
+	n := 0
+	for _, v := range e.Vals {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Range calls fn for every field the row carries (map form: in no
+// particular order; positional: in layout order) until fn returns false.
+func (e *Entry) Range(fn func(name string, v *apiv1.Value) bool) {
+	if e.Layout == nil {
+		for name, v := range e.Fields {
+			if !fn(name, v) {
+				return
+			}
+		}
+		return
+	}
+	for i, v := range e.Vals {
+		if v != nil && !fn(e.Layout.Names[i], v) {
+			return
+		}
+	}
+}
+
+// FieldMap is the row image as the canonical map (the API's Document
+// fields): the map form's own map, or a new map of the positional values
+// (the values are shared, not copied).
+func (e *Entry) FieldMap() map[string]*apiv1.Value {
+	if e.Layout == nil {
+		return e.Fields
+	}
+	m := make(map[string]*apiv1.Value, len(e.Vals))
+	for i, v := range e.Vals {
+		if v != nil {
+			m[e.Layout.Names[i]] = v
+		}
+	}
+	return m
 }
 
 // Store holds every entry of one collection.
@@ -143,11 +215,21 @@ func (b *Batch) set(pk string, e *Entry) {
 // Upsert applies the version guard (E38) to an upsert. It reports whether
 // state changed.
 func (b *Batch) Upsert(pk string, commitTs uint64, fields map[string]*apiv1.Value, partition string) bool {
-	if cur := b.current(pk); cur != nil && commitTs < cur.Version {
+	return b.put(pk, &Entry{Version: commitTs, Fields: fields, Partition: partition})
+}
+
+// UpsertRow is Upsert of a positional row: vals[i] is the value of
+// layout.Names[i] (nil = not carried).
+func (b *Batch) UpsertRow(pk string, commitTs uint64, layout *contract.Layout, vals []*apiv1.Value, partition string) bool {
+	return b.put(pk, &Entry{Version: commitTs, Layout: layout, Vals: vals, Partition: partition})
+}
+
+func (b *Batch) put(pk string, e *Entry) bool {
+	if cur := b.current(pk); cur != nil && e.Version < cur.Version {
 		b.Stale++
 		return false
 	}
-	b.set(pk, &Entry{Version: commitTs, Fields: fields, Partition: partition})
+	b.set(pk, e)
 	b.Applied++
 	return true
 }

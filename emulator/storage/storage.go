@@ -160,6 +160,10 @@ type Tx struct {
 	// to them until the transaction ends, so they are carved from chunks
 	// that live as long as the transaction instead of allocated per row.
 	arena []byte
+	// key and row are PutEntry's scratch: a record is encoded once into
+	// row (one pass over its fields) and copied into the arena at its
+	// exact size; bbolt copies keys itself, so key never leaves scratch.
+	key, row []byte
 }
 
 // arenaChunk is the size of an arena chunk.
@@ -277,16 +281,17 @@ func (t *Tx) PutEntry(collection, pk string, e *docstore.Entry) error {
 	if err != nil {
 		return err
 	}
-	// bbolt keeps references to keys and values until commit: each gets
-	// its own bytes of the transaction's arena.
-	k := t.take(appendDocKey(t.reserve(binary.MaxVarintLen64+len(pk)), pk))
-	v, err := EncodeEntry(append(t.reserve(sumLen+entrySize(e)), 0, 0, 0, 0), e)
+	t.key = appendDocKey(t.key[:0], pk)
+	row, err := EncodeEntry(append(t.row[:0], 0, 0, 0, 0), e)
 	if err != nil {
 		return fmt.Errorf("storage: collection %q key %q: %w", collection, pk, err)
 	}
-	v = t.take(v)
-	sealInPlace(b.scope, k, v)
-	return b.b.Put(k, v)
+	t.row = row
+	// bbolt keeps a reference to the value until commit: it gets its own
+	// bytes of the transaction's arena.
+	v := t.take(append(t.reserve(len(row)), row...))
+	sealInPlace(b.scope, t.key, v)
+	return b.b.Put(t.key, v)
 }
 
 // DeleteEntry forgets one primary key.
@@ -342,16 +347,22 @@ func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 		return nil, errors.New("partition is not valid UTF-8")
 	}
 	dst = appendString(dst, e.Partition)
-	dst = binary.AppendUvarint(dst, uint64(len(e.Fields)))
-	for name, v := range e.Fields {
+	dst = binary.AppendUvarint(dst, uint64(e.NumFields()))
+	var err error
+	e.Range(func(name string, v *apiv1.Value) bool {
 		if !utf8.ValidString(name) {
-			return nil, fmt.Errorf("field name %q is not valid UTF-8", name)
+			err = fmt.Errorf("field name %q is not valid UTF-8", name)
+			return false
 		}
 		dst = appendString(dst, name)
-		var err error
 		if dst, err = appendValue(dst, v); err != nil {
-			return nil, fmt.Errorf("field %q: %w", name, err)
+			err = fmt.Errorf("field %q: %w", name, err)
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return dst, nil
 }
@@ -362,9 +373,10 @@ func entrySize(e *docstore.Entry) int {
 		return 1 + binary.MaxVarintLen64
 	}
 	size := 1 + 3*binary.MaxVarintLen64 + len(e.Partition)
-	for name, v := range e.Fields {
+	e.Range(func(name string, v *apiv1.Value) bool {
 		size += binary.MaxVarintLen64 + len(name) + 1 + valueSize(v)
-	}
+		return true
+	})
 	return size
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/minicdc"
 )
 
@@ -41,6 +42,9 @@ type Shape struct {
 	// WireOverhead estimates what an upsert's fields add to its encoded
 	// size beside the value bytes: names and per-entry framing (N21).
 	WireOverhead int64
+	// Layout is the field names in Fields order, shared by every
+	// positional row of this shape (E44).
+	Layout *contract.Layout
 }
 
 // RoleOverrides maps a column name to the role it must get, overriding N18.
@@ -109,6 +113,11 @@ func BuildShape(ti *minicdc.TableInfo, roles RoleOverrides) (*Shape, error) {
 			f.Role = r
 		}
 	}
+	names := make([]string, len(s.Fields))
+	for i := range s.Fields {
+		names[i] = s.Fields[i].Name
+	}
+	s.Layout = contract.NewLayout(names)
 	return s, nil
 }
 
