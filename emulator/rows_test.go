@@ -101,6 +101,8 @@ func TestE44_IngestRowsEqualsIngest(t *testing.T) {
 		mustAdvance(t, a, part, 1, ts)
 		mustAdvance(t, b, part, 1, ts)
 	}
+	a.WaitIndexed() // text and vector apply asynchronously (E51)
+	b.WaitIndexed()
 	if da, db := dump(t, a), dump(t, b); da != db {
 		t.Fatalf("state differs:\ncanonical:\n%s\npositional:\n%s", da, db)
 	}
@@ -126,6 +128,8 @@ func TestE44_IngestRowsEqualsIngest(t *testing.T) {
 	a, b = open(dirA), open(dirB)
 	defer a.Close()
 	defer b.Close()
+	a.WaitIndexed()
+	b.WaitIndexed()
 	if da, db := dump(t, a), dump(t, b); da != want || db != want {
 		t.Fatalf("reloaded state differs:\ncanonical:\n%s\npositional:\n%s", da, db)
 	}
