@@ -35,16 +35,27 @@ const (
 
 // Create starts a run file of region's prewrites.
 func (s *PrewriteStore) Create(region uint64) (logpuller.PrewriteWriter, error) {
+	s.dir.prewriteRuns.Add(1)
+	return s.create(fmt.Sprintf("prewrites-r%d", region))
+}
+
+// CreateDelivered starts a run file of a span's delivered rows (LP17):
+// the same format, the commit ts as the value.
+func (s *PrewriteStore) CreateDelivered() (logpuller.PrewriteWriter, error) {
+	s.dir.deliveredRuns.Add(1)
+	return s.create("delivered")
+}
+
+func (s *PrewriteStore) create(kind string) (logpuller.PrewriteWriter, error) {
 	d := s.dir
 	n := d.seq.Add(1)
-	name := filepath.Join(d.path, fmt.Sprintf("%06d-prewrites-r%d%s", n, region, fileSuffix))
+	name := filepath.Join(d.path, fmt.Sprintf("%06d-%s%s", n, kind, fileSuffix))
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, d.ioError("creating", name, err)
 	}
 	d.files.Add(1)
 	d.prewriteFiles.Add(1)
-	d.prewriteRuns.Add(1)
 	w := &prewriteWriter{d: d, name: name, f: f, bw: bufio.NewWriterSize(d.newWriter(f), writeBuf)}
 	if _, err := w.bw.WriteString(prewriteMagic); err != nil {
 		_ = w.Abort()

@@ -35,10 +35,12 @@ type Dir struct {
 	seq  atomic.Uint64
 	// files counts run files on disk (metrics: spill files).
 	files atomic.Int64
-	// prewriteFiles counts the log puller's prewrite run files among
-	// them, prewriteRuns every one ever created.
+	// prewriteFiles counts the log puller's run files among them
+	// (prewrites and delivered rows), prewriteRuns every prewrite run ever
+	// created, deliveredRuns every delivered-row run (LP17).
 	prewriteFiles atomic.Int64
 	prewriteRuns  atomic.Uint64
+	deliveredRuns atomic.Uint64
 	// newWriter wraps a run file's writer (tests inject failures).
 	newWriter func(f *os.File) io.Writer
 }
@@ -92,6 +94,10 @@ func (d *Dir) PrewriteFiles() int64 { return d.prewriteFiles.Load() }
 
 // PrewriteRuns is the number of prewrite runs created so far.
 func (d *Dir) PrewriteRuns() uint64 { return d.prewriteRuns.Load() }
+
+// DeliveredRuns is the number of the log puller's delivered-row runs
+// created so far (LP17).
+func (d *Dir) DeliveredRuns() uint64 { return d.deliveredRuns.Load() }
 
 // Store is a reorder.RunStore[T] of run files in a Dir.
 type Store[T any] struct {

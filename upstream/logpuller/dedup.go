@@ -1,6 +1,9 @@
 package logpuller
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // deliveredSet remembers the rows delivered above the span's emitted resolved
 // ts, keyed by (commit_ts, start_ts, key). After a region is re-subscribed,
@@ -32,7 +35,14 @@ type deliveredSet struct {
 	// the chunk lists of the last prune, reused by the next one.
 	outerRows  [][]deliveredRow
 	outerArena [][]byte
+	// bytes is what the set holds on the heap: the index, every row and
+	// arena chunk (spares included) at its capacity. The span charges it
+	// to the memory quota (LP17).
+	bytes int
 }
+
+// deliveredRowSize is a deliveredRow's bytes in a chunk.
+const deliveredRowSize = int(unsafe.Sizeof(deliveredRow{}))
 
 type deliveredRow struct {
 	commitTs, startTs uint64
@@ -41,12 +51,16 @@ type deliveredRow struct {
 }
 
 const (
-	rowChunkBits    = 12
-	rowChunkLen     = 1 << rowChunkBits // rows per chunk (160 KiB)
-	arenaChunkLen   = 64 << 10          // key bytes per chunk
-	minSlots        = 64
-	maxSpareRows    = 8    // row chunks kept across prunes (~1.3 MiB)
-	maxSpareArena   = 16   // arena chunks kept across prunes (1 MiB)
+	// Chunks are small so a set of a few rows costs a few KiB of the
+	// memory quota it is charged to (LP17).
+	rowChunkBits    = 8
+	rowChunkLen     = 1 << rowChunkBits // rows per chunk (10 KiB)
+	arenaChunkLen   = 4 << 10           // key bytes per chunk
+	minSlots        = 8
+	firstChunkLen   = 8 // the first row chunk starts this small and grows
+	firstArenaLen   = 64
+	maxSpareRows    = 16   // row chunks kept across prunes (160 KiB)
+	maxSpareArena   = 32   // arena chunks kept across prunes (128 KiB)
 	slotsShrinkRows = 8    // shrink the index when it has 8x the slots it needs
 	slotsKeep       = 4096 // ... and more than this many
 	slotRowMask     = 1<<32 - 1
@@ -108,30 +122,52 @@ func (d *deliveredSet) appendRow(r deliveredRow) {
 	c := d.n >> rowChunkBits
 	if c == len(d.rows) {
 		var buf []deliveredRow
-		if k := len(d.spareRows); k > 0 {
+		switch k := len(d.spareRows); {
+		case k > 0:
 			buf, d.spareRows = d.spareRows[k-1], d.spareRows[:k-1]
-		} else {
+		case c == 0:
+			// A set of a few rows stays a few hundred bytes: the first
+			// chunk grows by append up to rowChunkLen.
+			buf = make([]deliveredRow, 0, firstChunkLen)
+			d.bytes += firstChunkLen * deliveredRowSize
+		default:
 			buf = make([]deliveredRow, 0, rowChunkLen)
+			d.bytes += rowChunkLen * deliveredRowSize
 		}
 		d.rows = append(d.rows, buf)
 	}
+	old := cap(d.rows[c])
 	d.rows[c] = append(d.rows[c], r)
+	d.bytes += (cap(d.rows[c]) - old) * deliveredRowSize
 	d.n++
 }
 
 // storeKey copies key into the arena and returns where it is.
 func (d *deliveredSet) storeKey(key []byte) (uint32, uint32) {
 	last := len(d.arena) - 1
+	if last == 0 && cap(d.arena[0]) < arenaChunkLen && len(d.arena[0])+len(key) <= arenaChunkLen {
+		// The small first chunk grows by append (keys are found by
+		// offset, so moving it is fine).
+		off, old := len(d.arena[0]), cap(d.arena[0])
+		d.arena[0] = append(d.arena[0], key...)
+		d.bytes += cap(d.arena[0]) - old
+		return 0, uint32(off)
+	}
 	if last < 0 || cap(d.arena[last])-len(d.arena[last]) < len(key) {
 		var buf []byte
 		switch {
 		case len(key) > arenaChunkLen:
 			buf = make([]byte, 0, len(key)) // a key of its own
+			d.bytes += cap(buf)
 		case len(d.spareArena) > 0:
 			k := len(d.spareArena)
 			buf, d.spareArena = d.spareArena[k-1], d.spareArena[:k-1]
+		case last < 0 && len(key) <= firstArenaLen:
+			buf = make([]byte, 0, firstArenaLen)
+			d.bytes += firstArenaLen
 		default:
 			buf = make([]byte, 0, arenaChunkLen)
+			d.bytes += arenaChunkLen
 		}
 		d.arena = append(d.arena, buf)
 		last++
@@ -151,6 +187,7 @@ func (d *deliveredSet) resize(want int) {
 	if size == len(d.slots) {
 		clear(d.slots)
 	} else {
+		d.bytes += 8 * (size - len(d.slots))
 		d.slots = make([]uint64, size)
 	}
 	mask := uint64(size - 1)
@@ -182,6 +219,12 @@ func (d *deliveredSet) prune(ts uint64) {
 	if keep == d.n {
 		return
 	}
+	if keep == 0 {
+		// Nothing left: free it all (spares too), so an idle span holds
+		// and is charged nothing (LP17).
+		d.reset()
+		return
+	}
 	oldRows, oldArena := d.rows, d.arena
 	d.rows, d.arena, d.n = d.outerRows[:0], d.outerArena[:0], 0
 	if keep > 0 {
@@ -198,23 +241,45 @@ func (d *deliveredSet) prune(ts uint64) {
 		}
 	}
 	for i, c := range oldRows {
-		if len(d.spareRows) < maxSpareRows {
+		if len(d.spareRows) < maxSpareRows && cap(c) == rowChunkLen {
 			d.spareRows = append(d.spareRows, c[:0])
+		} else {
+			d.bytes -= cap(c) * deliveredRowSize
 		}
 		oldRows[i] = nil
 	}
 	for i, c := range oldArena {
 		if len(d.spareArena) < maxSpareArena && cap(c) == arenaChunkLen {
 			d.spareArena = append(d.spareArena, c[:0])
+		} else {
+			d.bytes -= cap(c)
 		}
 		oldArena[i] = nil
 	}
 	d.outerRows, d.outerArena = oldRows[:0], oldArena[:0]
 	want := 2 * max(keep, 1)
 	if len(d.slots) > slotsKeep && len(d.slots) > slotsShrinkRows*want {
+		d.bytes -= 8 * len(d.slots)
 		d.slots = nil // release an index sized for a burst
 	}
 	d.resize(want)
 }
 
 func (d *deliveredSet) size() int { return d.n }
+
+// each calls f with every row held (key bytes valid during the call).
+func (d *deliveredSet) each(f func(commitTs, startTs uint64, key []byte)) {
+	for _, chunk := range d.rows {
+		for j := range chunk {
+			r := &chunk[j]
+			f(r.commitTs, r.startTs, d.keyOf(r))
+		}
+	}
+}
+
+// reset forgets every row and frees every chunk, spares included, and the
+// index: the rows went to a run (LP17).
+func (d *deliveredSet) reset() {
+	seed := d.seed
+	*d = deliveredSet{seed: seed}
+}

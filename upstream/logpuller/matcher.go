@@ -1,6 +1,7 @@
 package logpuller
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
@@ -42,10 +43,35 @@ func newMatcher() *matcher {
 	return &matcher{unmatched: make(map[matchKey]cachedPrewrite)}
 }
 
-func rowCost(r *cdcpb.Event_Row) int { return len(r.Key) + len(r.Value) + len(r.OldValue) + 64 }
+// heldCost is what a held prewrite costs the heap (LP13, measured by
+// TestLP17_MatcherChargeMatchesTheHeap): its one allocation of key, value
+// and old value at the allocator's size, plus its map slot. A slot is 72
+// bytes of key and value and a control byte; Go's map keeps 7/16 to 7/8
+// of its slots full, so a held entry costs ~120 bytes of map on average.
+func heldCost(payload int) int { return allocSize(payload) + matcherSlotBytes }
+
+const matcherSlotBytes = 120
+
+// allocSize approximates the heap bytes of an allocation of n bytes: Go's
+// size classes are 8 or 16 bytes apart up to 256 and about 1/8 of the
+// size apart above.
+func allocSize(n int) int {
+	switch {
+	case n <= 0:
+		return 0
+	case n <= 16:
+		return (n + 7) &^ 7
+	case n <= 256:
+		return (n + 15) &^ 15
+	}
+	step := 1 << (bits.Len(uint(n-1)) - 3)
+	return (n + step - 1) &^ (step - 1)
+}
+
+func rowCost(r *cdcpb.Event_Row) int { return heldCost(len(r.Key) + len(r.Value) + len(r.OldValue)) }
 
 func entryCost(k matchKey, p cachedPrewrite) int {
-	return len(k.key) + len(p.value) + len(p.oldValue) + 64
+	return heldCost(len(k.key) + len(p.value) + len(p.oldValue))
 }
 
 // prewriteDelta is the change in held bytes putPrewrite would make; ignore
@@ -59,7 +85,7 @@ func (m *matcher) prewriteDelta(r *cdcpb.Event_Row) (delta int, ignore bool) {
 	}
 	delta = rowCost(r)
 	if exists {
-		delta -= len(r.Key) + len(old.value) + len(old.oldValue) + 64
+		delta -= heldCost(len(r.Key) + len(old.value) + len(old.oldValue))
 	}
 	return delta, false
 }

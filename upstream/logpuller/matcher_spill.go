@@ -84,13 +84,21 @@ func (p *SpanPuller) spillFatal(st *regionState, err error) error {
 
 // chargeDisk charges n spilled bytes against the spill quota, or returns
 // the overflow error naming both quotas (LP15).
-func (p *SpanPuller) chargeDisk(st *regionState, n int64) error {
+func (p *SpanPuller) chargeDisk(regionID uint64, n int64) error {
+	if err := p.acquireDisk(regionID, n); err != nil {
+		return err
+	}
+	p.spilledBytes += n
+	return nil
+}
+
+// acquireDisk charges n bytes to the spill quota or returns LP15's error.
+func (p *SpanPuller) acquireDisk(regionID uint64, n int64) error {
 	if p.mm.Disk.TryAcquire(n) {
-		p.spilledBytes += n
 		return nil
 	}
-	return &FatalError{RegionID: st.regionID, Reason: (&MatcherOverflowError{
-		RegionID: st.regionID, Need: n,
+	return &FatalError{RegionID: regionID, Reason: (&MatcherOverflowError{
+		RegionID: regionID, Need: n,
 		MemName: memName(p), MemUsed: p.mm.Memory.Used(), MemLimit: p.memLimit(),
 		DiskUsed: p.mm.Disk.Used(), DiskLimit: p.mm.Disk.Limit(), Hint: p.mm.Hint,
 	}).Error()}
@@ -128,7 +136,7 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 		cost += int64(len(k.key)+len(e.value)+len(e.oldValue)) + spillRecordOverhead
 	}
 	slices.SortFunc(keys, compareKey)
-	if err := p.chargeDisk(st, cost); err != nil {
+	if err := p.chargeDisk(st.regionID, cost); err != nil {
 		return err
 	}
 	w, err := p.mm.Store.Create(st.regionID)
@@ -158,7 +166,9 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 	p.stats.SpilledPrewrites += uint64(len(keys))
 	p.release(m.bytes)
 	m.bytes = 0
-	clear(m.unmatched)
+	// A new map: clear keeps the slots (Go maps never shrink), which
+	// would stay on the heap uncharged.
+	m.unmatched = make(map[matchKey]cachedPrewrite)
 	return nil
 }
 
@@ -174,7 +184,7 @@ func (p *SpanPuller) appendTail(st *regionState, r *cdcpb.Event_Row) error {
 			return err
 		}
 	}
-	if err := p.chargeDisk(st, rec.SpillCost()); err != nil {
+	if err := p.chargeDisk(st.regionID, rec.SpillCost()); err != nil {
 		return err
 	}
 	if m.tail == nil {
@@ -307,4 +317,5 @@ func (p *SpanPuller) Release() {
 		p.dropMatcher(st)
 		delete(p.regions, id)
 	}
+	p.releaseDelivered()
 }

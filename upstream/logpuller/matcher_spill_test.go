@@ -21,7 +21,9 @@ import (
 // in-memory store. Both must deliver the same rows in the same order and
 // stop with the same fatal error; the subject's quota is never passed,
 // and when everything was committed it holds no memory and no run.
-// rule: LP13, LP14, LP16
+// The delivered set is charged to the same quota and spills too (LP17):
+// the subject delivers exactly the model's rows.
+// rule: LP13, LP14, LP16, LP17
 func TestLP14_SpillingMatcherAgainstModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
@@ -182,7 +184,11 @@ func runSpillModelRound(t *testing.T, rng *rand.Rand, seed int64, round int) {
 	}
 	require.Zero(t, subj.MatcherBytes(), "%s: memory held after every prewrite was taken", where)
 	require.Zero(t, store.files(), "%s: runs left after every prewrite was taken", where)
-	require.Equal(t, other, mem.Used(), "%s: the matcher's charge did not go back", where)
+	// What stays charged is the others' and the delivered set's (LP17).
+	dheld, _ := subj.DeliveredBytes()
+	require.Equal(t, other+dheld, mem.Used(), "%s: the matcher's charge did not go back", where)
 	subj.Release()
 	model.Release()
+	require.Equal(t, other, mem.Used(), "%s: the span's charge did not go back at Release", where)
+	require.Zero(t, store.deliveredFiles(), "%s: delivered-row runs left after Release", where)
 }

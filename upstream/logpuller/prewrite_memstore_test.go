@@ -3,6 +3,7 @@ package logpuller
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // memPrewriteStore is a PrewriteStore in memory for the core's tests: a
@@ -25,8 +26,26 @@ func (s *memPrewriteStore) Create(region uint64) (PrewriteWriter, error) {
 	return &memPrewriteWriter{s: s, run: &memPrewriteRun{s: s, name: name}}, nil
 }
 
-// files lists the live runs (sorted by creation).
-func (s *memPrewriteStore) files() int { return len(s.live) }
+func (s *memPrewriteStore) CreateDelivered() (PrewriteWriter, error) {
+	s.seq++
+	name := fmt.Sprintf("delivered%d", s.seq)
+	s.live[name] = true
+	return &memPrewriteWriter{s: s, run: &memPrewriteRun{s: s, name: name}}, nil
+}
+
+// deliveredFiles counts the live runs of delivered rows (LP17).
+func (s *memPrewriteStore) deliveredFiles() int {
+	n := 0
+	for name := range s.live {
+		if strings.HasPrefix(name, "delivered") {
+			n++
+		}
+	}
+	return n
+}
+
+// files lists the live prewrite runs (sorted by creation).
+func (s *memPrewriteStore) files() int { return len(s.live) - s.deliveredFiles() }
 
 type memPrewriteWriter struct {
 	s    *memPrewriteStore

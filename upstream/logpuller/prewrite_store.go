@@ -48,6 +48,9 @@ type PrewriteStore interface {
 	// Create starts a run of one region's prewrites. Records are appended
 	// in strictly increasing (start_ts, key) order.
 	Create(regionID uint64) (PrewriteWriter, error)
+	// CreateDelivered starts a run of a span's delivered rows (LP17):
+	// records are (start_ts, key) with the commit ts as an 8-byte value.
+	CreateDelivered() (PrewriteWriter, error)
 }
 
 // PrewriteWriter appends the records of one run.

@@ -46,6 +46,7 @@ type Stats struct {
 	SpillRuns        uint64 // runs of prewrites written (LP14)
 	SpilledPrewrites uint64 // prewrites written to runs
 	MatchedFromDisk  uint64 // COMMITs and ROLLBACKs resolved against a run
+	DeliveredRuns    uint64 // runs of the delivered set written (LP17)
 }
 
 type regionState struct {
@@ -69,8 +70,14 @@ type SpanPuller struct {
 	front     *frontier
 	emittedTs uint64
 	delivered *deliveredSet
-	heldBytes int
-	mm        MatcherMemory
+	// deliveredCharged is the delivered set's bytes charged to the memory
+	// quota; deliveredRuns hold its rows that did not fit (LP17).
+	deliveredCharged int64
+	deliveredRuns    []deliveredRun
+	deliveredSpilled int64  // charged to mm.Disk by deliveredRuns
+	deliveredKey     []byte // scratch of seenDelivered
+	heldBytes        int
+	mm               MatcherMemory
 	// spilledBytes is charged against mm.Disk by this span's runs.
 	spilledBytes int64
 	// spillErr is a spill failure: sticky, every later event returns it.
@@ -315,6 +322,10 @@ func (p *SpanPuller) maybeAdvance() {
 	}
 	p.emittedTs = m
 	p.delivered.prune(m)
+	p.pruneDeliveredRuns(m)
+	if err := p.chargeDelivered(); err != nil && p.spillErr == nil {
+		p.spillErr = asFatal(err, "delivered-set spill")
+	}
 	p.cfg.Consumer.AdvanceResolvedTs(m)
 }
 
@@ -451,9 +462,16 @@ func (p *SpanPuller) emit(st *regionState, r *cdcpb.Event_Row) error {
 	default:
 		return &FatalError{RegionID: st.regionID, Reason: fmt.Sprintf("row of key %x commit_ts %d has op type %d", r.Key, r.CommitTs, int32(r.OpType))}
 	}
-	if !p.delivered.add(r.CommitTs, r.StartTs, r.Key) {
+	dup, err := p.seenDelivered(r.CommitTs, r.StartTs, r.Key)
+	if err != nil {
+		return p.spillFatal(st, err)
+	}
+	if dup || !p.delivered.add(r.CommitTs, r.StartTs, r.Key) {
 		p.stats.Duplicates++
 		return nil
+	}
+	if err := p.chargeDelivered(); err != nil {
+		return p.spillFatal(st, err)
 	}
 	p.batch = append(p.batch, kvevent.RawKVEntry{
 		OpType:   op,

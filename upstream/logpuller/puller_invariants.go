@@ -57,7 +57,7 @@ func (p *SpanPuller) checkHeld() {
 func checkMatcher(regionID uint64, m *matcher) {
 	n := 0
 	for k, e := range m.unmatched {
-		n += len(k.key) + len(e.value) + len(e.oldValue) + 64
+		n += entryCost(k, e)
 	}
 	if n != m.bytes {
 		panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher counts %d bytes, its entries hold %d", regionID, m.bytes, n))

@@ -173,8 +173,14 @@ func TestCoreScripts(t *testing.T) {
 				if h.store != nil {
 					files = h.store.files()
 				}
-				return fmt.Sprintf("runs-written=%d spilled-prewrites=%d matched-from-disk=%d live-runs=%d\nheld-bytes=%d memory-used=%d spilled-bytes=%d disk-used=%d",
-					s.SpillRuns, s.SpilledPrewrites, s.MatchedFromDisk, files, h.p.MatcherBytes(), h.mm.Memory.Used(), h.p.MatcherSpilledBytes(), h.mm.Disk.Used())
+				dheld, dspilled := h.p.DeliveredBytes()
+				dfiles := 0
+				if h.store != nil {
+					dfiles = h.store.deliveredFiles()
+				}
+				return fmt.Sprintf("runs-written=%d spilled-prewrites=%d matched-from-disk=%d live-runs=%d\nheld-bytes=%d memory-used=%d spilled-bytes=%d disk-used=%d\ndelivered: held=%d runs-written=%d live-runs=%d spilled-bytes=%d",
+					s.SpillRuns, s.SpilledPrewrites, s.MatchedFromDisk, files, h.p.MatcherBytes(), h.mm.Memory.Used(), h.p.MatcherSpilledBytes(), h.mm.Disk.Used(),
+					dheld, s.DeliveredRuns, dfiles, dspilled)
 			case "store":
 				if h.store == nil {
 					d.Fatalf(t, "store without spill")
