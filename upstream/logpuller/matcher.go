@@ -54,7 +54,7 @@ const matcherSlotBytes = 120
 
 // allocSize approximates the heap bytes of an allocation of n bytes: Go's
 // size classes are 8 or 16 bytes apart up to 256 and about 1/8 of the
-// size apart above.
+// size apart up to 32 KiB; a larger object takes whole 8 KiB pages.
 func allocSize(n int) int {
 	switch {
 	case n <= 0:
@@ -63,6 +63,8 @@ func allocSize(n int) int {
 		return (n + 7) &^ 7
 	case n <= 256:
 		return (n + 15) &^ 15
+	case n > 32<<10:
+		return (n + 8<<10 - 1) &^ (8<<10 - 1)
 	}
 	step := 1 << (bits.Len(uint(n-1)) - 3)
 	return (n + step - 1) &^ (step - 1)
