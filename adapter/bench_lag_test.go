@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/searchfabric/sfemu/emulator"
 	"github.com/searchfabric/sfemu/minicdc"
 )
 
@@ -56,22 +54,12 @@ func benchLagKV(b *testing.B, shape benchShape) {
 		b.Fatal(err)
 	}
 	defer up.Close()
-	ss := up.SQL.NewSession("")
-	for _, q := range []string{"CREATE DATABASE bench", shape.createTable()} {
-		if _, err := ss.Exec(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createBenchTable(b, up, shape)
 	w, err := newKVWriter(up, "bench", "items", shape)
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := b.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer emu.Close()
+	dir, emu := openBenchEmulator(b)
 	probe := &lagProbe{}
 	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: []TableRef{{DB: "bench", Table: "items"}},
 		Runtime: minicdc.Options{Stages: probe}, Tap: probe.tap(), WrapSink: probe.wrapSink})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/fakeupstream/sqlfront"
 	"github.com/searchfabric/sfemu/normalize"
 )
 
@@ -117,21 +118,8 @@ func benchInsertShape(b *testing.B, wire bool, tick, pace time.Duration, shape b
 		b.Fatal(err)
 	}
 	defer up.Close()
-	ss := up.SQL.NewSession("")
-	for _, q := range []string{
-		"CREATE DATABASE bench",
-		shape.createTable(),
-	} {
-		if _, err := ss.Exec(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	dir := b.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer emu.Close()
+	ss := createBenchTable(b, up, shape)
+	dir, emu := openBenchEmulator(b)
 	tables := []TableRef{{DB: "bench", Table: "items"}}
 	a, err := Start(ctx, up, emu, Config{DataDir: dir, Tables: tables})
 	if err != nil {
@@ -253,6 +241,30 @@ func benchInsertShape(b *testing.B, wire bool, tick, pace time.Duration, shape b
 	pct(func(s *stmt) time.Time { return s.safeAt }, "safe_lag")
 }
 
+// createBenchTable creates bench.items of shape on up and returns the SQL
+// session it used.
+func createBenchTable(b *testing.B, up *Upstream, shape benchShape) *sqlfront.Session {
+	ss := up.SQL.NewSession("")
+	for _, q := range []string{"CREATE DATABASE bench", shape.createTable()} {
+		if _, err := ss.Exec(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ss
+}
+
+// openBenchEmulator opens an emulator (benchEmulatorOptions) in a fresh
+// data dir, closed when the benchmark ends.
+func openBenchEmulator(b *testing.B) (string, *emulator.Emulator) {
+	dir := b.TempDir()
+	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = emu.Close() })
+	return dir, emu
+}
+
 // BenchmarkE2E_CatchUp measures the pipeline alone: the rows are written
 // first (untimed), then an adapter starts from a ts before them and the
 // clock runs until the document modality covers the last commit: the
@@ -296,15 +308,7 @@ func benchCatchUpShape(b *testing.B, wire bool, shape benchShape) {
 		b.Fatal(err)
 	}
 	defer up.Close()
-	ss := up.SQL.NewSession("")
-	for _, q := range []string{
-		"CREATE DATABASE bench",
-		shape.createTable(),
-	} {
-		if _, err := ss.Exec(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ss := createBenchTable(b, up, shape)
 	startTs, err := up.Cluster.CurrentTs(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -328,12 +332,7 @@ func benchCatchUpShape(b *testing.B, wire bool, shape benchShape) {
 		}
 		last = res.CommitTs
 	}
-	dir := b.TempDir()
-	emu, err := emulator.Open(filepath.Join(dir, "emulator"), benchEmulatorOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer emu.Close()
+	dir, emu := openBenchEmulator(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuSeconds()

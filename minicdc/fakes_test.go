@@ -53,6 +53,11 @@ type fakeTime struct {
 	// frozen makes After never fire: waits end only on their other
 	// signals (progress, cancellation).
 	frozen bool
+	// stepped makes After fire only when the test fires it (fireShort),
+	// so a test sees which waits the runtime asked for.
+	stepped bool
+	timers  []steppedTimer
+	calls   int // After calls so far
 }
 
 func newFakeTime() *fakeTime { return &fakeTime{now: time.Unix(1_700_000_000, 0)} }
@@ -66,7 +71,12 @@ func (f *fakeTime) Now() time.Time {
 func (f *fakeTime) After(d time.Duration) <-chan time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	ch := make(chan time.Time, 1)
+	if f.stepped {
+		f.timers = append(f.timers, steppedTimer{d, ch})
+		return ch
+	}
 	if f.frozen {
 		return ch
 	}

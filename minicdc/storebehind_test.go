@@ -1,49 +1,34 @@
 package minicdc
 
 import (
-	"sync"
 	"testing"
 	"time"
 )
 
-// steppedTime is virtual time whose timers fire only when the test fires
-// them, so a test sees which waits the control loop asked for.
-type steppedTime struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []steppedTimer
-	calls  int // After calls so far
-}
-
-func (s *steppedTime) afterCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
-}
-
+// steppedTimer is a pending After of a stepped fakeTime.
 type steppedTimer struct {
 	d  time.Duration
 	ch chan time.Time
 }
 
-func (s *steppedTime) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now
+// newSteppedTime is virtual time whose timers fire only when the test
+// fires them (fireShort).
+func newSteppedTime() *fakeTime {
+	f := newFakeTime()
+	f.stepped = true
+	return f
 }
 
-func (s *steppedTime) After(d time.Duration) <-chan time.Time {
+// afterCalls is how many waits the runtime asked for so far.
+func (s *fakeTime) afterCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls++
-	ch := make(chan time.Time, 1)
-	s.timers = append(s.timers, steppedTimer{d, ch})
-	return ch
+	return s.calls
 }
 
 // fireShort fires every pending timer of at most limit, moving time
 // forward by the longest of them, and reports how many fired.
-func (s *steppedTime) fireShort(limit time.Duration) int {
+func (s *fakeTime) fireShort(limit time.Duration) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keep []steppedTimer
@@ -76,7 +61,7 @@ func (s *steppedTime) fireShort(limit time.Duration) int {
 // timer is the hour and no checkpoint ever comes.
 func TestM34a_StoreBehindTablesRepollsSoon(t *testing.T) {
 	h := newHarness()
-	st := &steppedTime{now: time.Unix(1_700_000_000, 0)}
+	st := newSteppedTime()
 	h.deps.Time = st
 	h.opts = Options{DDLPollInterval: time.Hour, PollBackoffMin: time.Millisecond, PollBackoffMax: 20 * time.Millisecond}
 	h.prepare(10, 1)
@@ -104,7 +89,7 @@ func TestM34a_StoreBehindTablesRepollsSoon(t *testing.T) {
 
 // waitCheckpoint fires the timers of at most limit until a checkpoint at
 // global ts want is emitted.
-func waitCheckpoint(t *testing.T, h *harness, st *steppedTime, want uint64, limit time.Duration) {
+func waitCheckpoint(t *testing.T, h *harness, st *fakeTime, want uint64, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -125,7 +110,7 @@ func waitCheckpoint(t *testing.T, h *harness, st *steppedTime, want uint64, limi
 }
 
 // settle waits until the loop sleeps: its After calls stop changing.
-func settle(st *steppedTime) {
+func settle(st *fakeTime) {
 	for last := -1; ; {
 		time.Sleep(10 * time.Millisecond)
 		n := st.afterCalls()

@@ -37,11 +37,11 @@ func (n *notifyingStore) advance(ts uint64) {
 	}
 }
 
-func notifyingHarness() (*harness, *notifyingStore, *steppedTime) {
+func notifyingHarness() (*harness, *notifyingStore, *fakeTime) {
 	h := newHarness()
 	ns := &notifyingStore{fakeStore: h.store}
 	h.deps.SchemaStore = ns
-	st := &steppedTime{now: time.Unix(1_700_000_000, 0)}
+	st := newSteppedTime()
 	h.deps.Time = st
 	return h, ns, st
 }
