@@ -51,6 +51,18 @@ const DefaultCompactGrowth = 2.0
 // (G28); without one the background loop only compacts.
 type GCPolicy func(nowTs uint64) uint64
 
+// SetCompactGrowth changes MaintainConfig.Growth from the next round on
+// (values <= 1 take DefaultCompactGrowth): a bulk load runs with the
+// default, then a soak lowers it so its window shows a compaction.
+func (c *Cluster) SetCompactGrowth(g float64) {
+	if g <= 1 {
+		g = DefaultCompactGrowth
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg.Maintain.Growth = g
+}
+
 // SetGCPolicy installs the background GC's policy (nil: none).
 func (c *Cluster) SetGCPolicy(p GCPolicy) {
 	c.mu.Lock()
@@ -182,7 +194,7 @@ func (c *Cluster) logErr(what string, err error) error {
 // and compaction once the log is due.
 func (c *Cluster) maintainOnce(ctx context.Context) error {
 	c.mu.Lock()
-	policy, base := c.gcPolicy, c.compacted
+	policy, base, growth := c.gcPolicy, c.compacted, c.cfg.Maintain.Growth
 	c.mu.Unlock()
 	raised := false
 	if policy != nil {
@@ -198,7 +210,7 @@ func (c *Cluster) maintainOnce(ctx context.Context) error {
 		}
 	}
 	size := c.log.Size()
-	if size >= c.cfg.Maintain.MinBytes && float64(size) >= c.cfg.Maintain.Growth*float64(base) {
+	if size >= c.cfg.Maintain.MinBytes && float64(size) >= growth*float64(base) {
 		_, err := c.Compact()
 		return err
 	}

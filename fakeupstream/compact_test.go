@@ -220,4 +220,16 @@ func TestDUR12CompactionGrowthFactor(t *testing.T) {
 	if n, _ := c.Compactions(); n != 2 {
 		t.Fatalf("not compacted at %d bytes, 1.5 x %d reached", c.LogSize(), base)
 	}
+	// A lowered factor applies from the next round.
+	c.SetCompactGrowth(1.2)
+	base = c.LogSize()
+	for c.LogSize() < base*6/5 {
+		put(1)
+	}
+	if err := c.RunMaintenance(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Compactions(); n != 3 {
+		t.Fatalf("not compacted at %d bytes, 1.2 x %d reached after SetCompactGrowth", c.LogSize(), base)
+	}
 }

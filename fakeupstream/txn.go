@@ -414,6 +414,14 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 	// LockKey cloned what they buffered, and nothing writes to it after
 	// the prewrite (MVCC-11).
 	opts := mvcc.PrewriteOptions{Primary: t.primary, StartTs: t.startTs, TTL: t.ttl, Handoff: all}
+	if all {
+		// The buffer is the store's from here and never changes again:
+		// its index (a map entry and a btree item per key) goes before the
+		// store makes a lock per key, so a large txn never holds both
+		// (the commit only walks the buffer; a failed prewrite leaves a
+		// txn that is only rolled back or discarded).
+		t.index, t.sorted = nil, nil
+	}
 	t.c.mu.Lock()
 	if t.async {
 		// min_commit_ts is taken under the cluster lock, as TiKV derives
@@ -490,13 +498,9 @@ func (t *Txn) CommitAt(commitTs uint64) error {
 			return err
 		}
 	}
-	keys := [][]byte{t.primary}
-	for _, m := range t.muts {
-		if !bytes.Equal(m.Key, t.primary) {
-			keys = append(keys, m.Key)
-		}
-	}
-	if err := t.CommitKeys(commitTs, keys...); err != nil {
+	// The keys are taken from the buffer in place, primary first: a large
+	// txn gets no list of its keys (as MVCC-11 for the data).
+	if err := t.commitKeys(commitTs, nil, true); err != nil {
 		return err
 	}
 	t.committed = true
@@ -507,11 +511,17 @@ func (t *Txn) CommitAt(commitTs uint64) error {
 // order, one request each; keys left out stay locked (a crashed client
 // that committed only its primary, for the resolver to finish).
 func (t *Txn) CommitKeys(commitTs uint64, keys ...[]byte) error {
+	return t.commitKeys(commitTs, keys, false)
+}
+
+// commitKeys commits keys, or with whole the primary and then every
+// other buffered key.
+func (t *Txn) commitKeys(commitTs uint64, keys [][]byte, whole bool) error {
 	if err := t.c.checkCommitTs(t.startTs, commitTs); err != nil {
 		return err
 	}
 	t.c.mu.Lock()
-	err := t.commitKeysLocked(commitTs, keys)
+	err := t.commitKeysLocked(commitTs, keys, whole)
 	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
 	if t.deferSync {
@@ -543,25 +553,60 @@ func (t *Txn) WaitDurable() error {
 	return t.c.persist(lsn)
 }
 
-func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte) error {
+func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte, whole bool) error {
 	// Only keys this txn still locks get a new write record; the others
 	// are already committed (maybe by a resolver) or rolled back, and
-	// mvcc.Commit answers for them.
-	var locked [][]byte
-	for _, k := range keys {
-		if l, ok := t.c.store.LockOf(k); ok && l.StartTs == t.startTs {
-			locked = append(locked, k)
+	// mvcc.Commit answers for them. A commit ts above every resolved ts
+	// issued (a fresh TSO: the usual case) needs no look at the locks.
+	if commitTs <= t.c.feed.MaxIssuedResolvedTs() {
+		if whole {
+			keys = t.commitOrder()
 		}
-	}
-	if err := t.c.checkIssuedLocked(commitTs, locked); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := t.c.store.Commit([][]byte{k}, t.startTs, commitTs); err != nil {
+		var locked [][]byte
+		for _, k := range keys {
+			if l, ok := t.c.store.LockOf(k); ok && l.StartTs == t.startTs {
+				locked = append(locked, k)
+			}
+		}
+		if err := t.c.checkIssuedLocked(commitTs, locked); err != nil {
 			return err
 		}
 	}
+	one := [][]byte{nil}
+	commit := func(k []byte) error {
+		one[0] = k
+		return t.c.store.Commit(one, t.startTs, commitTs)
+	}
+	if !whole {
+		for _, k := range keys {
+			if err := commit(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := commit(t.primary); err != nil {
+		return err
+	}
+	for i := range t.muts {
+		if k := t.muts[i].Key; !bytes.Equal(k, t.primary) {
+			if err := commit(k); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// commitOrder lists the buffered keys, primary first.
+func (t *Txn) commitOrder() [][]byte {
+	keys := [][]byte{t.primary}
+	for _, m := range t.muts {
+		if !bytes.Equal(m.Key, t.primary) {
+			keys = append(keys, m.Key)
+		}
+	}
+	return keys
 }
 
 // Commit1PC commits every buffered write in one phase at a fresh TSO

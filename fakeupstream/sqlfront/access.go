@@ -44,7 +44,13 @@ type accessPoint struct {
 	h    tablecodec.Handle
 }
 
-type keyRange struct{ start, end []byte }
+// keyRange is [start, end); point: the range holds at most the one key
+// start (a unique index entry of non-NULL values), read by a point get
+// instead of a scan.
+type keyRange struct {
+	start, end []byte
+	point      bool
+}
 
 // eachRow calls fn for every row the plan reaches (visible to txn, own
 // writes included), stopping at fn's first error.
@@ -78,13 +84,26 @@ func (s *Server) eachRow(txn *fakeupstream.Txn, ti *model.TableInfo, p *accessPl
 			if err != nil {
 				return err
 			}
-			if err := scanPaged(txn, kr, func(k, v []byte) error {
+			entry := func(k, v []byte) error {
 				h, err := handleFromIndex(ti, p.index, k, v)
 				if err != nil {
 					return err
 				}
 				return get(phys, h)
-			}); err != nil {
+			}
+			if kr.point {
+				v, err := txn.Get(kr.start)
+				if err != nil {
+					return err
+				}
+				if v != nil {
+					if err := entry(kr.start, v); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := scanPaged(txn, kr, entry); err != nil {
 				return err
 			}
 		}
@@ -95,7 +114,7 @@ func (s *Server) eachRow(txn *fakeupstream.Txn, ti *model.TableInfo, p *accessPl
 		ranges = nil
 		for _, phys := range ti.PhysicalIDs() {
 			start := tablecodec.EncodeRecordPrefix(nil, phys)
-			ranges = append(ranges, keyRange{start, tablecodec.PrefixNext(start)})
+			ranges = append(ranges, keyRange{start: start, end: tablecodec.PrefixNext(start)})
 		}
 	}
 	for _, kr := range ranges {
@@ -257,7 +276,7 @@ func planIntHandle(ti *model.TableInfo, hi model.HandleInfo, f *filter) *accessP
 	for _, phys := range ti.PhysicalIDs() {
 		start := tablecodec.EncodeIntRecordKey(nil, phys, lo)
 		end := tablecodec.PrefixNext(tablecodec.EncodeIntRecordKey(nil, phys, hiv))
-		p.ranges = append(p.ranges, keyRange{start, end})
+		p.ranges = append(p.ranges, keyRange{start: start, end: end})
 	}
 	return p
 }
@@ -322,7 +341,7 @@ func planCommonHandle(ti *model.TableInfo, f *filter) (*accessPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.ranges = append(p.ranges, keyRange{prefix, tablecodec.PrefixNext(prefix)})
+		p.ranges = append(p.ranges, keyRange{start: prefix, end: tablecodec.PrefixNext(prefix)})
 	}
 	return p, nil
 }
@@ -358,6 +377,13 @@ func planIndex(ti *model.TableInfo, f *filter) (*accessPlan, error) {
 		}
 	}
 	p := &accessPlan{index: best}
+	// Equality on every column of a unique index, none NULL: the one entry
+	// that can match is exactly the key (a distinct entry has no handle
+	// in its key), so a point get finds it, as TiDB's point-get plan.
+	point := best.Unique && len(bestKeys) == len(best.Columns)
+	for _, d := range bestKeys {
+		point = point && !d.IsNull()
+	}
 	for _, phys := range physAll {
 		prefix, err := codec.EncodeKey(tablecodec.EncodeIndexPrefix(nil, phys, best.ID), bestKeys...)
 		if err != nil {
@@ -365,7 +391,7 @@ func planIndex(ti *model.TableInfo, f *filter) (*accessPlan, error) {
 		}
 		// A distinct unique key is exactly prefix; other entries extend it
 		// with the handle. Both lie in [prefix, PrefixNext(prefix)).
-		p.ranges = append(p.ranges, keyRange{prefix, tablecodec.PrefixNext(prefix)})
+		p.ranges = append(p.ranges, keyRange{start: prefix, end: tablecodec.PrefixNext(prefix), point: point})
 	}
 	return p, nil
 }

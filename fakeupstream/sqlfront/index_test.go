@@ -337,6 +337,9 @@ func TestS21AccessPathChoice(t *testing.T) {
 			}
 			return fmt.Sprintf("points:%d", n)
 		case p.index != nil:
+			if len(p.ranges) > 0 && p.ranges[0].point {
+				return fmt.Sprintf("index:%s:%d:point", p.index.Name.O, len(p.ranges))
+			}
 			return fmt.Sprintf("index:%s:%d", p.index.Name.O, len(p.ranges))
 		case p.full:
 			return "full"
@@ -350,7 +353,8 @@ func TestS21AccessPathChoice(t *testing.T) {
 		{"ih", "id > 3 AND c = 1", "ranges:1"},
 		{"ih", "id = NULL", "points:0"},
 		{"ih", "id > 9 AND id < 3", "points:0"},
-		{"ih", "a = 4", "index:ua:1"},
+		{"ih", "a = 4", "index:ua:1:point"},
+		{"ih", "a = 4 AND b = 'x'", "index:ua:1:point"},
 		{"ih", "b = 'x'", "index:kbc:1"},
 		{"ih", "b = 'x' AND c = 2", "index:kbc:1"},
 		{"ih", "c = 2", "full"},
