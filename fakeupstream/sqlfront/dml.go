@@ -242,15 +242,21 @@ func (s *Server) putRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row, entr
 	return nil
 }
 
-// removeRow deletes the record and its index entries.
+// removeRow deletes the record and its index entries (their keys are
+// enough: no index value is encoded).
 func (s *Server) removeRow(txn *fakeupstream.Txn, ti *model.TableInfo, r *row) error {
-	entries, err := s.rowIndexKVs(ti, r)
-	if err != nil {
-		return err
-	}
 	txn.Delete(r.key)
-	for _, kv := range entries {
-		txn.Delete(kv.key)
+	var vals []value.Datum
+	for _, idx := range storedIndexes(ti) {
+		vals = vals[:0]
+		for _, ic := range idx.Columns {
+			vals = append(vals, r.datums[ic.Offset])
+		}
+		key, _, err := encodeIndexKey(ti, idx, r.physID, vals, r.handle)
+		if err != nil {
+			return err
+		}
+		txn.Delete(key)
 	}
 	return nil
 }

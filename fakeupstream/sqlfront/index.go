@@ -126,21 +126,9 @@ func indexValues(idx *model.IndexInfo, datums []value.Datum) []value.Datum {
 // with handle h.
 func (s *Server) encodeIndexKV(ti *model.TableInfo, idx *model.IndexInfo, phys int64, datums []value.Datum, h tablecodec.Handle) (indexKV, error) {
 	vals := indexValues(idx, datums)
-	keyVals := make([]value.Datum, len(vals))
-	distinct := idx.Unique
-	for i, ic := range idx.Columns {
-		if vals[i].IsNull() {
-			distinct = false
-		}
-		d, err := keyDatum(ti.Columns[ic.Offset], vals[i])
-		if err != nil {
-			return indexKV{}, fmt.Errorf("sqlfront: index %q of table %q: %w", idx.Name.O, ti.Name.O, err)
-		}
-		keyVals[i] = d
-	}
-	key, err := tablecodec.EncodeIndexKey(nil, phys, idx.ID, idx.Unique, keyVals, h)
+	key, distinct, err := encodeIndexKey(ti, idx, phys, vals, h)
 	if err != nil {
-		return indexKV{}, fmt.Errorf("sqlfront: index %q of table %q: %w", idx.Name.O, ti.Name.O, err)
+		return indexKV{}, err
 	}
 	var iv tablecodec.IndexValue
 	if ti.IsCommonHandle && ti.CommonHandleVersion == 1 {
@@ -179,6 +167,29 @@ func (s *Server) encodeIndexKV(ti *model.TableInfo, idx *model.IndexInfo, phys i
 	// With nothing but an int handle AppendIndexValue writes the old
 	// layout (the handle's 8 bytes, or "0"), as TiDB does.
 	return indexKV{key: key, value: tablecodec.AppendIndexValue(nil, iv), distinct: distinct}, nil
+}
+
+// encodeIndexKey is the key of idx's entry for index column values vals
+// of a row of physical table phys with handle h, and whether the entry is
+// distinct (a deletion needs the key only).
+func encodeIndexKey(ti *model.TableInfo, idx *model.IndexInfo, phys int64, vals []value.Datum, h tablecodec.Handle) ([]byte, bool, error) {
+	keyVals := make([]value.Datum, len(vals))
+	distinct := idx.Unique
+	for i, ic := range idx.Columns {
+		if vals[i].IsNull() {
+			distinct = false
+		}
+		d, err := keyDatum(ti.Columns[ic.Offset], vals[i])
+		if err != nil {
+			return nil, false, fmt.Errorf("sqlfront: index %q of table %q: %w", idx.Name.O, ti.Name.O, err)
+		}
+		keyVals[i] = d
+	}
+	key, err := tablecodec.EncodeIndexKey(nil, phys, idx.ID, idx.Unique, keyVals, h)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlfront: index %q of table %q: %w", idx.Name.O, ti.Name.O, err)
+	}
+	return key, distinct, nil
 }
 
 func (s *Server) encodeRestore(ids []int64, vals []value.Datum) ([]byte, error) {
