@@ -168,19 +168,19 @@ type nodeDist struct {
 }
 
 // distHeap is a binary heap of nodeDist without interface boxing; far
-// selects a max-heap (farthest on top) instead of a min-heap. Ties break by
-// node ordinal so results do not depend on the heap's history.
+// selects a max-heap (farthest on top) instead of a min-heap. Equal
+// distances keep the heap's order, which the same insertion sequence
+// reproduces, so graphs stay reproducible (VEC-H3).
 type distHeap struct {
 	a   []nodeDist
 	far bool
 }
 
 func (h *distHeap) less(i, j int) bool {
-	a, b := h.a[i], h.a[j]
 	if h.far {
-		return a.d > b.d || (a.d == b.d && a.n > b.n)
+		return h.a[i].d > h.a[j].d
 	}
-	return a.d < b.d || (a.d == b.d && a.n < b.n)
+	return h.a[i].d < h.a[j].d
 }
 
 func (h *distHeap) push(x nodeDist) {
@@ -249,16 +249,27 @@ func (g *hnswGraph) searchLayer(s *scratch, q []float32, eps []nodeDist, ef, lay
 			}
 		}
 	}
+	dim, vecs, marks, gen := g.dim, g.vecs, s.marks, s.gen
 	for len(cand.a) > 0 {
 		c := cand.pop()
 		if len(res.a) >= ef && c.d > res.a[0].d {
 			break
 		}
 		for _, nb := range g.links(c.n, layer) {
-			if !s.visit(nb.n) {
+			// s.visit and g.dist inlined by hand: this loop is most of
+			// an insert's time.
+			if marks[nb.n] == gen {
 				continue
 			}
-			d := g.dist(q, g.vec(nb.n))
+			marks[nb.n] = gen
+			o := int(nb.n) * dim
+			v := vecs[o : o+dim : o+dim]
+			var d float32
+			if g.cosine {
+				d = 1 - dot(q, v)
+			} else {
+				d = l2sq(q, v)
+			}
 			if len(res.a) < ef || d < res.a[0].d {
 				cand.push(nodeDist{nb.n, d})
 				res.push(nodeDist{nb.n, d})
