@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/sfemu/internal/cputime"
 )
 
 // e2eVec is the adapter catch-up benchmark's VECTOR(4) value for row id
@@ -37,16 +39,16 @@ func benchBuild(b *testing.B, dim int, gen func(i int) []float32) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, t0 := processCPU(), time.Now()
+	cpu0, t0 := cputime.Process(), time.Now()
 	for i, v := range vecs {
 		if err := x.Upsert(pks[i], v); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu1, t1 := processCPU(), time.Now()
+	cpu1, t1 := cputime.Process(), time.Now()
 	x.Arm()
 	x.WaitGraph()
-	cpu2, t2 := processCPU(), time.Now()
+	cpu2, t2 := cputime.Process(), time.Now()
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
 	b.ReportMetric(per(cpu1-cpu0), "apply-cpu-µs/vec")
