@@ -222,13 +222,16 @@ func (t *tikvServer) KvScan(ctx context.Context, req *kvrpcpb.ScanRequest) (*kvr
 			kvs = kvs[:limit]
 		}
 	}
-	resp := &kvrpcpb.ScanResponse{Pairs: make([]*kvrpcpb.KvPair, 0, len(kvs))}
-	for _, kv := range kvs {
-		p := &kvrpcpb.KvPair{Key: kv.Key, Value: kv.Value}
+	// The pairs share one backing array: a snapshot's scans answer
+	// thousands of pairs per call, one allocation each would dominate.
+	resp := &kvrpcpb.ScanResponse{Pairs: make([]*kvrpcpb.KvPair, len(kvs))}
+	pairs := make([]kvrpcpb.KvPair, len(kvs))
+	for i, kv := range kvs {
+		pairs[i] = kvrpcpb.KvPair{Key: kv.Key, Value: kv.Value}
 		if req.GetKeyOnly() {
-			p.Value = nil
+			pairs[i].Value = nil
 		}
-		resp.Pairs = append(resp.Pairs, p)
+		resp.Pairs[i] = &pairs[i]
 	}
 	return resp, nil
 }

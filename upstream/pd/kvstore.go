@@ -106,6 +106,9 @@ func (k *KVStore) Get(ctx context.Context, key []byte, ts uint64) ([]byte, error
 	return v.Value, nil
 }
 
+// maxScanBatch caps one KvScan's pairs (its response stays a few MiB).
+const maxScanBatch = 8192
+
 // Scan reads up to limit pairs of [start, end) at ts in key order (limit
 // <= 0: no limit) (P10). A ts below the GC safe point is refused first,
 // naming both, rather than reading a partly collected snapshot.
@@ -113,17 +116,31 @@ func (k *KVStore) Scan(ctx context.Context, start, end []byte, ts uint64, limit 
 	if err := CheckStartTs(ctx, k.pd.pd, ts); err != nil {
 		return nil, err
 	}
-	it, err := k.store.GetSnapshot(ts).Iter(start, end)
+	snap := k.store.GetSnapshot(ts)
+	if limit > 0 {
+		// One KvScan per region part of the call instead of one per 256
+		// pairs (client-go's default batch): the snapshot reads chunks of
+		// thousands of rows (SN4).
+		snap.SetScanBatchSize(min(limit, maxScanBatch))
+	}
+	it, err := snap.Iter(start, end)
 	if err != nil {
 		return nil, fmt.Errorf("pd: snapshot scan [%x, %x) at %d: %w", start, end, ts, err)
 	}
 	defer it.Close()
-	var out []kvevent.KV
-	for it.Valid() && (limit <= 0 || len(out) < limit) {
+	out := make([]kvevent.KV, 0, max(min(limit, maxScanBatch), 0))
+	for it.Valid() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, kvevent.KV{Key: bytes.Clone(it.Key()), Value: bytes.Clone(it.Value())})
+		// The pairs are the scan response's own: every KvScan answer is
+		// a new message whose keys and values were copied out of the
+		// receive buffer when it was decoded, and the iterator never
+		// writes them, so they are handed on without a copy.
+		out = append(out, kvevent.KV{Key: it.Key(), Value: it.Value()})
+		if limit > 0 && len(out) >= limit {
+			break // no Next: it would fetch a batch past the limit
+		}
 		if err := it.Next(); err != nil {
 			return nil, fmt.Errorf("pd: snapshot scan [%x, %x) at %d after %x: %w", start, end, ts, it.Key(), err)
 		}
