@@ -224,12 +224,26 @@ func (b *Batch) UpsertRow(pk string, commitTs uint64, layout *contract.Layout, v
 	return b.put(pk, &Entry{Version: commitTs, Layout: layout, Vals: vals, Partition: partition})
 }
 
+// put is the version guard and the plan of an upsert, with one lookup of
+// pk in the batch and at most one in the store: it runs once per row.
 func (b *Batch) put(pk string, e *Entry) bool {
-	if cur := b.current(pk); cur != nil && e.Version < cur.Version {
+	i, inBatch := b.idx[pk]
+	var cur *Entry
+	if inBatch {
+		cur = b.changes[i].New
+	} else {
+		cur = b.s.m[pk]
+	}
+	if cur != nil && e.Version < cur.Version {
 		b.Stale++
 		return false
 	}
-	b.set(pk, e)
+	if inBatch {
+		b.changes[i].New = e
+	} else {
+		b.idx[pk] = len(b.changes)
+		b.changes = append(b.changes, Change{PK: pk, Old: cur, New: e})
+	}
 	b.Applied++
 	return true
 }
@@ -260,7 +274,17 @@ func (b *Batch) Changes() []Change { return b.changes }
 // The batch is spent: it must not be used afterwards.
 func (s *Store) Commit(b *Batch) {
 	for _, ch := range b.changes {
-		s.Put(ch.PK, ch.New)
+		// The store still holds ch.Old for the key (a batch is planned
+		// and committed under the emulator's writer lock): no lookup.
+		if ch.Old != nil && !ch.Old.Deleted {
+			s.live--
+		}
+		s.m[ch.PK] = ch.New
+		if ch.New.Deleted {
+			heap.Push(&s.tombs, tomb{version: ch.New.Version, pk: ch.PK})
+		} else {
+			s.live++
+		}
 	}
 	// A map never shrinks: the index of a huge batch is not kept.
 	if b.idx != nil && len(b.idx) <= maxSpareIdx {
