@@ -13,6 +13,21 @@ import (
 // DefaultMemoryQuota is the adapter's memory quota when none is set (RS1).
 const DefaultMemoryQuota = 512 << 20
 
+// IndexReserveShare: 1/32 of the memory quota is kept for the indexes of
+// spilled runs (specs/logpuller.md LP18: ~2 bytes a spilled prewrite, so
+// 8 MiB of a 256 MiB quota indexes about 4M of them); rows and prewrites
+// held in memory are admitted up to the rest.
+const IndexReserveShare = 32
+
+func newMemoryQuota(limit int64) (*memquota.Quota, error) {
+	q, err := memquota.New("memory-quota", limit)
+	if err != nil {
+		return nil, err
+	}
+	q.SetReserve(limit / IndexReserveShare)
+	return q, nil
+}
+
 // Memory is the adapter's memory quota and spill quota (specs/minicdc.md
 // RS1-RS5). It outlives one adapter: the host makes it once, so restarts
 // by the supervisor share it (and the log puller's matcher can charge the
@@ -32,7 +47,7 @@ type Memory struct {
 // files, or, when spillQuota is -1, the free space under dataDir minus
 // 1 GiB (spill.DefaultQuota).
 func NewMemory(memoryQuota, spillQuota int64, dataDir string) (Memory, error) {
-	mem, err := memquota.New("memory-quota", memoryQuota)
+	mem, err := newMemoryQuota(memoryQuota)
 	if err != nil {
 		return Memory{}, err
 	}
@@ -71,7 +86,7 @@ func SpillDir(dataDir string) string { return filepath.Join(dataDir, "spill") }
 // bridge holds rows within the quota and does not spill.
 func (c *Config) prepareMemory() error {
 	if c.Memory.Quota == nil {
-		q, err := memquota.New("memory-quota", DefaultMemoryQuota)
+		q, err := newMemoryQuota(DefaultMemoryQuota)
 		if err != nil {
 			return err
 		}

@@ -15,8 +15,12 @@ import (
 type Quota struct {
 	name  string
 	limit int64
-	used  atomic.Int64
-	peak  atomic.Int64
+	// reserve is the top of the limit only TryAcquireReserved may take:
+	// the in-memory indexes of spilled runs, which must exist to read a
+	// run back, so they are not starved by the holders that spill.
+	reserve atomic.Int64
+	used    atomic.Int64
+	peak    atomic.Int64
 }
 
 // Unlimited is the limit of a quota that never refuses.
@@ -63,15 +67,47 @@ func (q *Quota) Peak() int64 {
 	return q.peak.Load()
 }
 
-// TryAcquire charges n bytes when they fit under the limit and reports
-// whether it did. n <= 0 always succeeds.
+// SetReserve keeps the top n bytes of the limit (0 <= n <= limit) for
+// TryAcquireReserved: TryAcquire admits up to limit - n.
+func (q *Quota) SetReserve(n int64) {
+	if q == nil {
+		return
+	}
+	q.reserve.Store(min(max(n, 0), q.limit))
+}
+
+// Reserve is the part of the limit kept for TryAcquireReserved.
+func (q *Quota) Reserve() int64 {
+	if q == nil {
+		return 0
+	}
+	return q.reserve.Load()
+}
+
+// TryAcquire charges n bytes when they fit under the limit less the
+// reserve and reports whether it did. n <= 0 always succeeds.
 func (q *Quota) TryAcquire(n int64) bool {
-	if q == nil || n <= 0 {
+	if q == nil {
+		return true
+	}
+	return q.tryAcquire(n, q.limit-q.reserve.Load())
+}
+
+// TryAcquireReserved is TryAcquire that may also take the reserve.
+func (q *Quota) TryAcquireReserved(n int64) bool {
+	if q == nil {
+		return true
+	}
+	return q.tryAcquire(n, q.limit)
+}
+
+func (q *Quota) tryAcquire(n, limit int64) bool {
+	if n <= 0 {
 		return true
 	}
 	for {
 		cur := q.used.Load()
-		if cur+n > q.limit || cur+n < cur {
+		if cur+n > limit || cur+n < cur {
 			return false
 		}
 		if q.used.CompareAndSwap(cur, cur+n) {

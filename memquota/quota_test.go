@@ -41,3 +41,24 @@ func TestRS1_SharedQuotaNeverPassesItsLimit(t *testing.T) {
 	require.True(t, nilQ.TryAcquire(1<<40))
 	require.Equal(t, int64(Unlimited), nilQ.Limit())
 }
+
+// TestRS10_ReserveIsOnlyForTheRunIndex: with a reserve, TryAcquire stops
+// at limit - reserve while TryAcquireReserved may go on to the limit, so
+// the holders that spill cannot starve the run indexes; nothing passes
+// the limit.
+func TestRS10_ReserveIsOnlyForTheRunIndex(t *testing.T) {
+	q, err := New("memory-quota", 1000)
+	require.NoError(t, err)
+	q.SetReserve(100)
+	require.Equal(t, int64(100), q.Reserve())
+	require.True(t, q.TryAcquire(900))
+	require.False(t, q.TryAcquire(1), "the reserve is not for rows")
+	require.True(t, q.TryAcquireReserved(100))
+	require.False(t, q.TryAcquireReserved(1))
+	require.Equal(t, int64(1000), q.Peak())
+	q.Release(1000)
+	q.SetReserve(5000) // clamped to the limit
+	require.Equal(t, int64(1000), q.Reserve())
+	var nilQ *Quota
+	require.True(t, nilQ.TryAcquireReserved(1<<40))
+}

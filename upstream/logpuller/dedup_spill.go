@@ -125,6 +125,7 @@ func (p *SpanPuller) spillDelivered() error {
 		return err
 	}
 	run.cost = cost
+	p.chargeIndex(run)
 	p.deliveredRuns = append(p.deliveredRuns, deliveredRun{run: run, maxCommit: maxCommit})
 	p.stats.DeliveredRuns++
 	d.reset()
@@ -185,6 +186,7 @@ func (p *SpanPuller) mergeLastDelivered() error {
 		return fail(err)
 	}
 	run.cost = cost
+	p.chargeIndex(run)
 	p.deliveredRuns = append(p.deliveredRuns[:n-2], deliveredRun{run: run, maxCommit: max(a.maxCommit, b.maxCommit)})
 	p.stats.DeliveredRuns++
 	p.removeDeliveredRun(a)
@@ -266,6 +268,7 @@ func (p *SpanPuller) pruneDeliveredRuns(ts uint64) {
 
 func (p *SpanPuller) removeDeliveredRun(dr deliveredRun) {
 	p.releaseDeliveredDisk(dr.run.cost)
+	p.releaseIndex(dr.run)
 	if err := dr.run.r.Remove(); err != nil && p.spillErr == nil {
 		p.spillErr = asFatal(err, "delivered-set spill")
 	}

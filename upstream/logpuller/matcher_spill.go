@@ -162,6 +162,7 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 		return err
 	}
 	m.runs = append(m.runs, run)
+	p.chargeIndex(run)
 	p.stats.SpillRuns++
 	p.stats.SpilledPrewrites += uint64(len(keys))
 	p.release(m.bytes)
@@ -194,11 +195,13 @@ func (p *SpanPuller) appendTail(st *regionState, r *cdcpb.Event_Row) error {
 			return err
 		}
 		m.tail = newRunBuilder(w, tailRecords)
+		p.chargeIndex(&m.tail.run) // its bloom filter is made now
 	}
 	if err := m.tail.append(&rec, k); err != nil {
 		// The record may be half written: the run is dropped and its
 		// charge with it; the feed stops (LP16).
 		p.releaseDisk(m.tail.run.cost + rec.SpillCost())
+		p.releaseIndex(&m.tail.run)
 		_ = m.tail.w.Abort()
 		m.tail = nil
 		return err
@@ -223,10 +226,12 @@ func (p *SpanPuller) finishTail(st *regionState) error {
 	run, err := t.finish()
 	if err != nil {
 		p.releaseDisk(t.run.cost)
+		p.releaseIndex(&t.run)
 		_ = t.w.Abort()
 		return err
 	}
 	m.runs = append(m.runs, run)
+	p.chargeIndex(run) // the charge of its filter moved with it
 	p.stats.SpillRuns++
 	return nil
 }
@@ -283,6 +288,7 @@ func (p *SpanPuller) removeRun(st *regionState, run *spilledRun) error {
 	m := st.m
 	m.runs = slices.DeleteFunc(m.runs, func(r *spilledRun) bool { return r == run })
 	p.releaseDisk(run.cost)
+	p.releaseIndex(run)
 	return run.r.Remove()
 }
 
@@ -295,6 +301,7 @@ func (p *SpanPuller) dropMatcher(st *regionState) {
 	m.bytes = 0
 	if m.tail != nil {
 		p.releaseDisk(m.tail.run.cost)
+		p.releaseIndex(&m.tail.run)
 		if err := m.tail.w.Abort(); err != nil && p.spillErr == nil {
 			p.spillErr = &FatalError{RegionID: st.regionID, Reason: "matcher spill: " + err.Error()}
 		}
@@ -302,6 +309,7 @@ func (p *SpanPuller) dropMatcher(st *regionState) {
 	}
 	for _, r := range m.runs {
 		p.releaseDisk(r.cost)
+		p.releaseIndex(r)
 		if err := r.r.Remove(); err != nil && p.spillErr == nil {
 			p.spillErr = &FatalError{RegionID: st.regionID, Reason: "matcher spill: " + err.Error()}
 		}

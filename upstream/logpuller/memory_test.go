@@ -82,3 +82,32 @@ func TestLP17_MatcherChargeMatchesTheHeap(t *testing.T) {
 		runtime.KeepAlive(p)
 	}
 }
+
+// LP18: a spilled run's index is charged to the memory quota and may take
+// its reserve: with the rest of the quota held by others, prewrites go to
+// a tail run whose filter is charged from the reserve; the quota is never
+// passed, and Release gives the charge back.
+func TestLP18_RunIndexChargedToTheReserve(t *testing.T) {
+	const limit, reserve = 1 << 20, 256 << 10
+	mem := mustQuota(t, "memory-quota", limit)
+	mem.SetReserve(reserve)
+	require.True(t, mem.TryAcquire(limit-reserve), "others hold all but the reserve")
+	p, err := NewSpanPuller(Config{Span: tableSpan(1), StartTs: 10, Consumer: nullConsumer{},
+		Matcher: MatcherMemory{Memory: mem, Store: newMemPrewriteStore()}})
+	require.NoError(t, err)
+	_, err = p.AddRegion(1, 100, tableSpan(1))
+	require.NoError(t, err)
+	var rows []*cdcpb.Event_Row
+	for h := int64(0); h < 1000; h++ {
+		rows = append(rows, &cdcpb.Event_Row{Type: cdcpb.Event_PREWRITE, OpType: cdcpb.Event_Row_PUT, StartTs: 20, Key: rawKey(1, h), Value: []byte("v")})
+	}
+	_, err = p.HandleEvent(&cdcpb.Event{RegionId: 1, RequestId: 100, Event: &cdcpb.Event_Entries_{Entries: &cdcpb.Event_Entries{Entries: rows}}})
+	require.NoError(t, err)
+	require.Zero(t, p.MatcherBytes(), "nothing fits beside the others but the index")
+	require.GreaterOrEqual(t, p.IndexBytes(), int64(tailRecords*bloomBitsPerKey/8), "the tail run's filter is charged")
+	require.Equal(t, limit-reserve+p.IndexBytes(), mem.Used())
+	require.LessOrEqual(t, mem.Peak(), int64(limit))
+	require.Zero(t, p.Stats().IndexRefused)
+	p.Release()
+	require.Equal(t, int64(limit-reserve), mem.Used(), "Release gives the index charge back")
+}

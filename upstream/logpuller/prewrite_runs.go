@@ -93,6 +93,7 @@ type blockStart struct {
 // spilledRun is one run of a region's prewrites and its in-memory index.
 type spilledRun struct {
 	r       PrewriteRun
+	indexed int64 // index bytes charged to the memory quota (LP18)
 	filter  bloom
 	blocks  []blockStart
 	count   int
@@ -184,6 +185,16 @@ func (r *spilledRun) find(k matchKey, h uint64) (int, *PrewriteRecord, error) {
 		return -1, nil, nil
 	}
 	return n, &r.cache[j], nil
+}
+
+// indexBytes is what the run's in-memory index holds: the bloom filter,
+// the taken bits and the block starts with their keys (LP18).
+func (r *spilledRun) indexBytes() int64 {
+	n := 8*len(r.filter.bits) + 8*len(r.taken) + int(unsafe.Sizeof(blockStart{}))*cap(r.blocks) + len(r.last.key)
+	for i := range r.blocks {
+		n += len(r.blocks[i].first.key)
+	}
+	return int64(n)
 }
 
 // take marks record n consumed; it reports whether the run is now empty.

@@ -47,6 +47,7 @@ type Stats struct {
 	SpilledPrewrites uint64 // prewrites written to runs
 	MatchedFromDisk  uint64 // COMMITs and ROLLBACKs resolved against a run
 	DeliveredRuns    uint64 // runs of the delivered set written (LP17)
+	IndexRefused     uint64 // run index charges neither the quota nor its reserve could take (LP18)
 }
 
 type regionState struct {
@@ -76,6 +77,7 @@ type SpanPuller struct {
 	deliveredRuns    []deliveredRun
 	deliveredSpilled int64  // charged to mm.Disk by deliveredRuns
 	deliveredKey     []byte // scratch of seenDelivered
+	indexBytes       int64  // run indexes charged to mm.Memory (LP18)
 	heldBytes        int
 	mm               MatcherMemory
 	// spilledBytes is charged against mm.Disk by this span's runs.

@@ -178,9 +178,9 @@ func TestCoreScripts(t *testing.T) {
 				if h.store != nil {
 					dfiles = h.store.deliveredFiles()
 				}
-				return fmt.Sprintf("runs-written=%d spilled-prewrites=%d matched-from-disk=%d live-runs=%d\nheld-bytes=%d memory-used=%d spilled-bytes=%d disk-used=%d\ndelivered: held=%d runs-written=%d live-runs=%d spilled-bytes=%d",
+				return fmt.Sprintf("runs-written=%d spilled-prewrites=%d matched-from-disk=%d live-runs=%d\nheld-bytes=%d memory-used=%d spilled-bytes=%d disk-used=%d\ndelivered: held=%d runs-written=%d live-runs=%d spilled-bytes=%d\nindex: charged=%d refused=%d",
 					s.SpillRuns, s.SpilledPrewrites, s.MatchedFromDisk, files, h.p.MatcherBytes(), h.mm.Memory.Used(), h.p.MatcherSpilledBytes(), h.mm.Disk.Used(),
-					dheld, s.DeliveredRuns, dfiles, dspilled)
+					dheld, s.DeliveredRuns, dfiles, dspilled, h.p.IndexBytes(), s.IndexRefused)
 			case "store":
 				if h.store == nil {
 					d.Fatalf(t, "store without spill")
