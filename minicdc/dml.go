@@ -78,13 +78,16 @@ func (p *tablePath) consumeOne(e *kvevent.RawKVEntry) error {
 	}
 	schemaTs := e.CRTs - 1 // M22: a DML committed at a DDL's ts was written with the old schema
 	if schemaTs > p.schemaReady {
-		if err := r.waitStoreReady(p.id, schemaTs, r.opts.SchemaReadinessTimeout, TriggerSchemaReadiness); err != nil {
+		ready, err := r.waitStoreReady(p.id, schemaTs, r.opts.SchemaReadinessTimeout, TriggerSchemaReadiness)
+		if err != nil {
 			if r.runCtx.Err() != nil && !isFatal(err) {
 				return nil // shutting down: the owner already has the reason
 			}
 			return err
 		}
-		p.schemaReady = schemaTs
+		// The store's resolved ts, not just this row's: the rest of the
+		// round's rows below it skip the store (it never goes back).
+		p.schemaReady = ready
 	}
 	ti, err := r.deps.SchemaStore.GetTableInfo(p.id, schemaTs)
 	if err == nil && ti == nil {

@@ -232,8 +232,9 @@ func (r *Runtime) startupErr(parent context.Context, err error) error {
 
 // waitStoreReady polls GetTableDDLEventState with bounded backoff until the
 // store's resolved ts for table reaches ts, or timeout passes (M16, M22); a
-// store that announces its progress (StoreNotifier) wakes it at once.
-func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, trigger Trigger) error {
+// store that announces its progress (StoreNotifier) wakes it at once. It
+// returns the store's resolved ts it saw (>= ts).
+func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, trigger Trigger) (uint64, error) {
 	deadline := r.time.Now().Add(timeout)
 	backoff := r.opts.PollBackoffMin
 	var last uint64
@@ -241,19 +242,19 @@ func (r *Runtime) waitStoreReady(table int64, ts uint64, timeout time.Duration, 
 		advanced := r.storeAdvanced() // before the read: a later advance closes it
 		st, err := r.deps.SchemaStore.GetTableDDLEventState(table)
 		if err != nil {
-			return &FatalError{Trigger: trigger, TableID: table, Ts: ts, Err: fmt.Errorf("GetTableDDLEventState: %w", err)}
+			return 0, &FatalError{Trigger: trigger, TableID: table, Ts: ts, Err: fmt.Errorf("GetTableDDLEventState: %w", err)}
 		}
 		if st.ResolvedTs >= ts {
-			return nil
+			return st.ResolvedTs, nil
 		}
 		last = st.ResolvedTs
 		if !r.time.Now().Before(deadline) {
-			return &FatalError{Trigger: trigger, TableID: table, Ts: ts,
+			return 0, &FatalError{Trigger: trigger, TableID: table, Ts: ts,
 				Err: fmt.Errorf("schema store resolved ts %d did not reach %d within %v", last, ts, timeout)}
 		}
 		select {
 		case <-r.runCtx.Done():
-			return r.runCtx.Err()
+			return 0, r.runCtx.Err()
 		case <-advanced:
 			continue // the store moved: check again at once
 		case <-r.time.After(backoff):

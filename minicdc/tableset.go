@@ -225,7 +225,7 @@ func (r *Runtime) preparePath(id int64, startTs uint64, readiness Trigger) (*tab
 	if readiness == TriggerSchemaReadiness {
 		timeout = r.opts.SchemaReadinessTimeout
 	}
-	if err := r.waitStoreReady(id, startTs, timeout, readiness); err != nil {
+	if _, err := r.waitStoreReady(id, startTs, timeout, readiness); err != nil {
 		return nil, err
 	}
 	if err := r.deps.SchemaStore.RegisterTable(id, startTs); err != nil {
