@@ -201,35 +201,24 @@ func TestDUR12CompactionGrowthFactor(t *testing.T) {
 	if n != 1 || st.After != c.LogSize() {
 		t.Fatalf("%d compactions (last %+v), log %d: want the first round to compact", n, st, c.LogSize())
 	}
+	// growTo writes until the log reaches size, runs one round and checks
+	// the number of compactions so far.
+	growTo := func(size int64, want int, what string) {
+		t.Helper()
+		for c.LogSize() < size {
+			put(1)
+		}
+		if err := c.RunMaintenance(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := c.Compactions(); n != want {
+			t.Fatalf("at %d bytes: %d compactions, want %d (%s)", c.LogSize(), n, want, what)
+		}
+	}
 	base := c.LogSize()
-	for c.LogSize() < base*3/2-64 {
-		put(1)
-	}
-	if err := c.RunMaintenance(); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := c.Compactions(); n != 1 {
-		t.Fatalf("compacted at %d bytes, below 1.5 x %d", c.LogSize(), base)
-	}
-	for c.LogSize() < base*3/2 {
-		put(1)
-	}
-	if err := c.RunMaintenance(); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := c.Compactions(); n != 2 {
-		t.Fatalf("not compacted at %d bytes, 1.5 x %d reached", c.LogSize(), base)
-	}
+	growTo(base*3/2-64, 1, "below 1.5 x the base")
+	growTo(base*3/2, 2, "1.5 x the base reached")
 	// A lowered factor applies from the next round.
 	c.SetCompactGrowth(1.2)
-	base = c.LogSize()
-	for c.LogSize() < base*6/5 {
-		put(1)
-	}
-	if err := c.RunMaintenance(); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := c.Compactions(); n != 3 {
-		t.Fatalf("not compacted at %d bytes, 1.2 x %d reached after SetCompactGrowth", c.LogSize(), base)
-	}
+	growTo(c.LogSize()*6/5, 3, "1.2 x reached after SetCompactGrowth")
 }

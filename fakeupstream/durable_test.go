@@ -415,12 +415,18 @@ func TestDUR15DeferredReads(t *testing.T) {
 	c := openDir(t, t.TempDir(), fakeupstream.Config{Seed: 1, Maintain: fakeupstream.MaintainConfig{Off: true}})
 	defer c.Close()
 	k := []byte("k")
-	w := c.Begin()
-	w.Set(k, []byte("v1"))
-	w.DeferDurability()
-	if _, err := w.Commit(); err != nil {
-		t.Fatal(err)
+	// deferredPut commits k=v with deferred durability (applied, maybe
+	// not on disk).
+	deferredPut := func(v string) *fakeupstream.Txn {
+		w := c.Begin()
+		w.Set(k, []byte(v))
+		w.DeferDurability()
+		if _, err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return w
 	}
+	w := deferredPut("v1")
 	syncs := c.LogSyncs()
 	r := c.Begin()
 	r.DeferDurability()
@@ -443,12 +449,7 @@ func TestDUR15DeferredReads(t *testing.T) {
 	if err := w.WaitDurable(); err != nil {
 		t.Fatal(err)
 	}
-	w2 := c.Begin()
-	w2.Set(k, []byte("v2"))
-	w2.DeferDurability()
-	if _, err := w2.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	w2 := deferredPut("v2")
 	plain := c.Begin()
 	if v, err := plain.Get(k); err != nil || string(v) != "v2" {
 		t.Fatalf("plain read: %q, %v", v, err)

@@ -126,13 +126,13 @@ func BenchmarkSoak(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Logf("filled demo.products with %d rows in %v; log %.1f MiB", rows, time.Since(fill).Round(time.Second), float64(up.Cluster.LogSize())/(1<<20))
+		soakLog(b, "filled demo.products with %d rows in %v; log %.1f MiB", rows, time.Since(fill).Round(time.Second), float64(up.Cluster.LogSize())/(1<<20))
 		cst, err := up.Cluster.Compact()
 		if err != nil {
 			b.Fatal(err)
 		}
 		up.Cluster.SetCompactGrowth(growth)
-		b.Logf("compacted after the fill: %.1f -> %.1f MiB in %v; trigger %.2f x", float64(cst.Before)/(1<<20), float64(cst.After)/(1<<20), cst.Took.Round(time.Millisecond), growth)
+		soakLog(b, "compacted after the fill: %.1f -> %.1f MiB in %v; trigger %.2f x", float64(cst.Before)/(1<<20), float64(cst.After)/(1<<20), cst.Took.Round(time.Millisecond), growth)
 		r, err := workload.New(ctx, up.SQL, up.Cluster, workload.Config{Seed: 1, Rate: rate, DDLEvery: 500, Lanes: lanes})
 		if err != nil {
 			b.Fatal(err)
@@ -152,7 +152,7 @@ func BenchmarkSoak(b *testing.B) {
 		steps0, cpu0, t0, syncs0 := r.Steps(), cpuTime(), time.Now(), up.Cluster.LogSyncs()
 		runtime.ReadMemStats(&ms)
 		heap0, rss0, log0 := int64(ms.HeapInuse), rssBytes(), up.Cluster.LogSize()
-		b.Logf("start: heap %.0f MiB rss %.0f MiB log %.1f MiB", float64(heap0)/(1<<20), float64(rss0)/(1<<20), float64(log0)/(1<<20))
+		soakLog(b, "start: heap %.0f MiB rss %.0f MiB log %.1f MiB", float64(heap0)/(1<<20), float64(rss0)/(1<<20), float64(log0)/(1<<20))
 		prof := startWindowProfile(b, 1)
 		end := time.Now().Add(dur)
 		for time.Now().Before(end) {
@@ -170,7 +170,7 @@ func BenchmarkSoak(b *testing.B) {
 				heap: int64(ms.HeapInuse), rss: rssBytes(), logBytes: up.Cluster.LogSize()}
 			series = append(series, s)
 			nc, lc := up.Cluster.Compactions()
-			b.Logf("window %d: %.0f tx/s cpu %.0f%% heap %.0f MiB rss %.0f MiB log %.1f MiB fsyncs %.0f/s compactions %d (last %.0f -> %.0f MiB in %v) load %s",
+			soakLog(b, "window %d: %.0f tx/s cpu %.0f%% heap %.0f MiB rss %.0f MiB log %.1f MiB fsyncs %.0f/s compactions %d (last %.0f -> %.0f MiB in %v) load %s",
 				len(series), s.rate, 100*s.cpu, float64(s.heap)/(1<<20), float64(s.rss)/(1<<20), float64(s.logBytes)/(1<<20),
 				float64(syncs-syncs0)/el, nc, float64(lc.Before)/(1<<20), float64(lc.After)/(1<<20), lc.Took.Round(time.Millisecond), loadAvg())
 			steps0, cpu0, t0, syncs0 = steps, cpu, now, syncs
@@ -197,6 +197,15 @@ func BenchmarkSoak(b *testing.B) {
 			b.ReportMetric(float64(last.logBytes-log0)/(1<<20), "log-growth-MiB")
 		}
 	}
+}
+
+// soakLog logs a line of the soak to the benchmark's log and to stderr
+// as it happens: the testing package keeps only the first lines of a
+// benchmark's log, and a 10-minute soak has more.
+func soakLog(b *testing.B, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "soak: "+format+"\n", args...)
 }
 
 // loadAvg is the machine's 1-minute load average (Linux /proc; "?"
