@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/searchfabric/sfemu/emulator"
+	"github.com/searchfabric/sfemu/internal/cputime"
 	"github.com/searchfabric/sfemu/snapshot"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/rowcodec"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/tablecodec"
@@ -133,10 +133,4 @@ func BenchmarkSN_Snapshot(b *testing.B) {
 }
 
 // cpuSeconds is the process's user + system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
+func cpuSeconds() float64 { return cputime.Process().Seconds() }

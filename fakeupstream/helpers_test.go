@@ -2,11 +2,11 @@ package fakeupstream_test
 
 import (
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
+	"github.com/searchfabric/sfemu/internal/cputime"
 	"github.com/searchfabric/sfemu/upstream/kvevent"
 )
 
@@ -53,13 +53,7 @@ func (r *countRecorder) AdvanceResolvedTs(ts uint64)            { r.resolved = t
 // cpuTime is the process's user+system CPU time. Benchmarks report rows
 // per CPU-second beside rows per wall-second because the shared build
 // machine is often oversubscribed, which inflates wall time only.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return cputime.Process() }
 
 func reportRows(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")

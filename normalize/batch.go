@@ -87,15 +87,21 @@ func take[T any](s *[]T) *T {
 	return &(*s)[len(*s)-1]
 }
 
-// toProto builds the wire mutation. all is a copy of m.data (a slice of
-// the batch's one immutable copy, see batchBuilder.build), so the proto never
-// aliases slab memory.
-func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byte) *apiv1.Mutation {
+// header is a mutation without its values: what toProto and toRow share.
+func (a *protoAlloc) header(m *Mutation, seq uint64, all string) *apiv1.Mutation {
 	pm := take(&a.muts)
 	pm.Seq = seq
 	pm.CommitTs = m.CommitTs
 	pm.Kind = m.Kind
 	pm.PrimaryKey = all[m.pkOff:]
+	return pm
+}
+
+// toProto builds the wire mutation. all is a copy of m.data (a slice of
+// the batch's one immutable copy, see batchBuilder.build), so the proto never
+// aliases slab memory.
+func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byte) *apiv1.Mutation {
+	pm := a.header(m, seq, all)
 	if m.Kind == apiv1.MutationKind_MUTATION_KIND_DELETE {
 		return pm
 	}
@@ -110,11 +116,7 @@ func (a *protoAlloc) toProto(m *Mutation, seq uint64, all string, allBytes []byt
 // fields map, and its values in the shape's layout order (nil for a
 // delete), carved from one slab of slots.
 func (a *protoAlloc) toRow(m *Mutation, seq uint64, all string, allBytes []byte) (*apiv1.Mutation, []*apiv1.Value) {
-	pm := take(&a.muts)
-	pm.Seq = seq
-	pm.CommitTs = m.CommitTs
-	pm.Kind = m.Kind
-	pm.PrimaryKey = all[m.pkOff:]
+	pm := a.header(m, seq, all)
 	if m.Kind == apiv1.MutationKind_MUTATION_KIND_DELETE {
 		return pm, nil
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/internal/cputime"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/reorder"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/model"
@@ -159,13 +159,7 @@ func BenchmarkBridgeRowFull(b *testing.B) {
 // cpuTime is the process's user+system CPU time in ns. On a shared, loaded
 // machine wall time per op is inflated by waiting for a core; CPU time per
 // row is the cost the bridge itself adds (including GC work).
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
+func cpuTime() int64 { return int64(cputime.Process()) }
 
 // BenchmarkBridgeBacklogEmulator drains a backlog of b.N rows (the shape
 // of the end-to-end catch-up table: id BIGINT PK, title VARCHAR(100),

@@ -1,8 +1,9 @@
 package reorder
 
 import (
-	"syscall"
 	"testing"
+
+	"github.com/searchfabric/sfemu/internal/cputime"
 )
 
 type benchRow struct {
@@ -47,13 +48,7 @@ func BenchmarkAddSealDrain(b *testing.B) {
 
 // cpuTime is the process's user+system CPU time in ns: on a shared, loaded
 // machine it is a steadier per-row cost than wall time.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
+func cpuTime() int64 { return int64(cputime.Process()) }
 
 // BenchmarkBacklog is one region's catch-up: b.N rows buffered with no
 // seal (the incremental scan), then one seal and one drain. "inorder"

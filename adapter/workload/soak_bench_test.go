@@ -10,13 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/searchfabric/sfemu/adapter"
 	"github.com/searchfabric/sfemu/adapter/workload"
 	"github.com/searchfabric/sfemu/fakeupstream/demo"
+	"github.com/searchfabric/sfemu/internal/cputime"
 )
 
 // soakEnv reads a soak parameter from the environment (def when unset).
@@ -27,13 +27,7 @@ func soakEnv(b *testing.B, name string, def string) string {
 	return def
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return cputime.Process() }
 
 // rssBytes is the process's resident set (Linux /proc; 0 elsewhere).
 func rssBytes() int64 {

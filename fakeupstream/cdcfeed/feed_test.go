@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/searchfabric/sfemu/fakeupstream"
 	"github.com/searchfabric/sfemu/fakeupstream/cdcfeed"
 	"github.com/searchfabric/sfemu/fakeupstream/topology"
+	"github.com/searchfabric/sfemu/internal/cputime"
 	"github.com/searchfabric/sfemu/upstream/tidbcodec/codec"
 )
 
@@ -564,13 +564,7 @@ func BenchmarkFeedFanout(b *testing.B) {
 
 // cpuTime is the process's user+system CPU time: the shared build machine
 // is often oversubscribed, which inflates wall time only.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return cputime.Process() }
 
 // Rule F-11: request keys that are not comparable keys make TiKV observe
 // the whole region.

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/searchfabric/sfemu/fakeupstream"
+	"github.com/searchfabric/sfemu/internal/cputime"
 )
 
 // benchTables caches the populated server of the table size in use:
@@ -78,13 +78,7 @@ var benchSizes = []int{10_000, 100_000, 1_000_000}
 // processCPU is the process's user+system CPU time: on a shared, loaded
 // machine wall time per op mostly measures waiting for a core, CPU time
 // per op ("cpu-ns/op") what the statement costs.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func processCPU() time.Duration { return cputime.Process() }
 
 // measure runs op b.N times and reports cpu-ns/op besides ns/op. The
 // garbage of building the table is collected before the timer starts.

@@ -100,29 +100,20 @@ func (p *SpanPuller) spillDelivered() error {
 		return nil
 	}
 	slices.SortFunc(rows, func(a, b row) int { return compareKey(a.k, b.k) })
-	if err := p.chargeDeliveredDisk(cost); err != nil {
-		return err
-	}
-	w, err := p.mm.Store.CreateDelivered()
+	b, fail, err := p.newDeliveredRun(cost, len(rows))
 	if err != nil {
-		p.releaseDeliveredDisk(cost)
 		return err
 	}
-	b := newRunBuilder(w, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		rec := PrewriteRecord{StartTs: r.k.startTs, Key: unsafe.Slice(unsafe.StringData(r.k.key), len(r.k.key))}
 		if err := b.append(&rec, r.k); err != nil {
-			_ = w.Abort()
-			p.releaseDeliveredDisk(cost)
-			return err
+			return fail(err)
 		}
 	}
 	run, err := b.finish()
 	if err != nil {
-		_ = w.Abort()
-		p.releaseDeliveredDisk(cost)
-		return err
+		return fail(err)
 	}
 	run.cost = cost
 	p.chargeIndex(run)
@@ -139,26 +130,35 @@ func (p *SpanPuller) spillDelivered() error {
 	return nil
 }
 
-// mergeLastDelivered replaces the two newest runs by one holding both
-// (they are disjoint: a row goes to a run only when no run holds it).
-func (p *SpanPuller) mergeLastDelivered() error {
-	n := len(p.deliveredRuns)
-	a, b := p.deliveredRuns[n-2], p.deliveredRuns[n-1]
-	cost := a.run.cost + b.run.cost
+// newDeliveredRun charges cost to the spill quota and opens a delivered run
+// for count records; fail aborts the run and gives the charge back.
+func (p *SpanPuller) newDeliveredRun(cost int64, count int) (*runBuilder, func(error) error, error) {
 	if err := p.chargeDeliveredDisk(cost); err != nil {
-		return err
+		return nil, nil, err
 	}
 	w, err := p.mm.Store.CreateDelivered()
 	if err != nil {
 		p.releaseDeliveredDisk(cost)
-		return err
+		return nil, nil, err
 	}
 	fail := func(err error) error {
 		_ = w.Abort()
 		p.releaseDeliveredDisk(cost)
 		return err
 	}
-	bld := newRunBuilder(w, a.run.count+b.run.count)
+	return newRunBuilder(w, count), fail, nil
+}
+
+// mergeLastDelivered replaces the two newest runs by one holding both
+// (they are disjoint: a row goes to a run only when no run holds it).
+func (p *SpanPuller) mergeLastDelivered() error {
+	n := len(p.deliveredRuns)
+	a, b := p.deliveredRuns[n-2], p.deliveredRuns[n-1]
+	cost := a.run.cost + b.run.cost
+	bld, fail, err := p.newDeliveredRun(cost, a.run.count+b.run.count)
+	if err != nil {
+		return err
+	}
 	ia, ib := newRunIter(a.run), newRunIter(b.run)
 	for {
 		ra, err := ia.peek()
