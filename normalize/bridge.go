@@ -208,8 +208,16 @@ func (b *Bridge) newPartition(id int64, coll *collection) (*partition, error) {
 	return &partition{tableID: id, name: pname, coll: coll, buf: w}, nil
 }
 
-// PartitionNames returns the configured source partitions, sorted.
+// PartitionNames returns the source partitions the bridge follows, sorted.
+// The live table set changes them under ctl (publish), so it reads there.
 func (b *Bridge) PartitionNames() []string {
+	b.ctl.Lock()
+	defer b.ctl.Unlock()
+	return b.partitionNamesLocked()
+}
+
+// partitionNamesLocked is PartitionNames for a caller holding ctl.
+func (b *Bridge) partitionNamesLocked() []string {
 	out := make([]string, len(b.parts))
 	for i, p := range b.parts {
 		out[i] = p.name

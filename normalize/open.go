@@ -16,7 +16,7 @@ func (b *Bridge) Open(ctx context.Context) (Resume, error) {
 	if b.opened {
 		return b.resume, fmt.Errorf("normalize: Open called twice")
 	}
-	res, err := ResumePoint(ctx, b.sink, b.PartitionNames(), b.cfg.StartTs)
+	res, err := ResumePoint(ctx, b.sink, b.partitionNamesLocked(), b.cfg.StartTs)
 	if err != nil {
 		return Resume{}, err
 	}
