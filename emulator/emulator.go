@@ -38,7 +38,9 @@ type Emulator struct {
 	// rebuild holds it until the new generation passes it.
 	held map[string]uint64
 	// indexGate, when set (tests only, under mu), runs before every apply
-	// of an index built by a schema change, so a test can hold a rebuild.
+	// and every watermark mark of an index built by a schema change, so a
+	// test can hold a rebuild (an empty one, after REBUILD_FULL, has marks
+	// only).
 	indexGate func()
 
 	metrics  *metrics
@@ -242,7 +244,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			slot := &textSlot{eng: idx}
 			c.textFields, c.textIdx = fields, slot
 			sp := e.newTextSpill(def.GetName(), slot, fields, docs)
-			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), e.gated(sp.run), e.onIndexMark)
+			c.textW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_TEXT), e.gated(sp.run), e.gatedMark(e.onIndexMark))
 			sp.w = c.textW
 			c.rebuilding = append(c.rebuilding, c.textW)
 			e.rebuildAsync(c, c.textW)
@@ -260,7 +262,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 				return nil, err
 			}
 			c.vecFields, c.vecConfig = vfs, cfg
-			c.vecW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_VECTOR), e.gated(vectorApplier(vfs)), e.onIndexMark)
+			c.vecW = newAsyncIndex(contract.ModalityName(apiv1.Modality_MODALITY_VECTOR), e.gated(vectorApplier(vfs)), e.gatedMark(e.onIndexMark))
 			c.rebuilding = append(c.rebuilding, c.vecW)
 			e.rebuildAsync(c, c.vecW)
 		}
@@ -277,6 +279,18 @@ func (e *Emulator) gated(apply func([]docstore.Change) error) func([]docstore.Ch
 	return func(ch []docstore.Change) error {
 		g()
 		return apply(ch)
+	}
+}
+
+// gatedMark is gated for a rebuilding index's watermark marks.
+func (e *Emulator) gatedMark(mark func(*asyncIndex, string, uint64)) func(*asyncIndex, string, uint64) {
+	g := e.indexGate
+	if g == nil {
+		return mark
+	}
+	return func(w *asyncIndex, partition string, ts uint64) {
+		g()
+		mark(w, partition, ts)
 	}
 }
 
