@@ -7,8 +7,8 @@ DATA_DIR ?= var/sfemu
 # That pass runs -short: the tests with a -short mode (emulator E55, E76,
 # rowcodec's round-trip property) keep every path at a smaller size (fewer
 # documents, one seed, fewer iterations), and the plain pass runs them at full
-# size. cmd/sfemu's binary tests run in the plain pass only (their sfemu binary
-# is built without -race; see plainPassOnly).
+# size. cmd/sfemu's binary tests run in both passes (the sfemu binary they
+# drive is a plain build; the race pass checks their harness).
 RACE_PKGS := ./minicdc/... ./normalize/... ./emulator/... ./fakeupstream/... ./upstream/... ./reorder/... ./schemafence/... ./adapter/... ./verify/... ./cmd/... ./e2e/... ./sim/...
 FUZZTIME ?= 10s
 # A hang guard per test binary, not a speed bound: under -race on a loaded

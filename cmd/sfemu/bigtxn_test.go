@@ -22,7 +22,6 @@ import (
 // SFEMU_BIGTXN_MYSQL_QUOTA (a --memory-quota value, e.g. 512MiB, the
 // default) to choose the quota.
 func TestBinaryBigTransactionThroughMySQLFront(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, data dir and ports
 	rows, quota := 20_000, "2MiB"
 	if n := os.Getenv("SFEMU_BIGTXN_MYSQL_ROWS"); n != "" {

@@ -45,7 +45,6 @@ func browserPath(t *testing.T) string {
 // $SFEMU_STATUS_SCREENSHOT when set, which is how docs/status-page.png is
 // made) and checked not to be blank.
 func TestStatusPageInBrowser(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, browser, data dir and ports
 	exe := browserPath(t)
 	const token = "browser-s3cret"

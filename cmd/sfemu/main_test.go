@@ -58,19 +58,6 @@ func sfemuBinary(t *testing.T) string {
 	return binPath
 }
 
-// plainPassOnly skips a binary test in make test's -race pass. The sfemu
-// binary it drives comes from a plain `go build` (no -race, no -tags
-// invariants), so there the test would rerun the plain pass's check of the
-// same binary with only the harness under the race detector; the harness
-// (startRun's reader, stop, trySQL from a goroutine) stays covered there by
-// TestBinaryKillResumes, which uses all of it and never calls this.
-func plainPassOnly(t *testing.T) {
-	t.Helper()
-	if raceBuilt {
-		t.Skip("binary test: its sfemu binary is built without -race, so the plain pass covers it (TestBinaryKillResumes keeps the harness in the race pass)")
-	}
-}
-
 // runProc is one `sfemu run` process of a binary test.
 type runProc struct {
 	t      *testing.T
@@ -273,7 +260,6 @@ func (p *runProc) check() {
 // adapter in process, checks the collections against the upstream
 // (/admin/check), and stops it with SIGINT.
 func TestBinaryRunServesAndMirrors(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, data dir and ports
 	bin := sfemuBinary(t)
 	p, before := startRun(t, filepath.Join(t.TempDir(), "data"), "--rate", "100")
@@ -354,7 +340,6 @@ func TestBinaryRunServesAndMirrors(t *testing.T) {
 // new writes (with a commit ts above every earlier one) and passes
 // /admin/check.
 func TestBinaryRestartResumes(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, data dir and ports
 	data := filepath.Join(t.TempDir(), "data")
 	p, _ := startRun(t, data, "--rate", "100")

@@ -22,7 +22,6 @@ var (
 // a lag from a zero safe_ts). The table is made big enough (51,200 rows)
 // that re-indexing its text spans many 100 ms status intervals.
 func TestBinaryProgressLines(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, data dir and ports
 	p, _ := startRun(t, t.TempDir(), "--rate", "0", "--status-interval", "100ms")
 	defer p.stop(syscall.SIGINT)

@@ -36,7 +36,6 @@ func getStatus(t *testing.T, addr string) httpapi.StatusDoc {
 // sent through /upstream/sql with its statement and policy; /debug/pprof/ is
 // on by default on loopback (H14).
 func TestBinaryStatusPage(t *testing.T) {
-	plainPassOnly(t)
 	t.Parallel() // its own process, data dir and ports
 	// A low demo rate: the page needs documents, not many.
 	p, _ := startRun(t, t.TempDir(), "--rate", "50")
