@@ -27,7 +27,7 @@ var ErrCommitBelowResolved = errors.New("commit ts is not above the feed's issue
 type Txn struct {
 	c          *Cluster
 	startTs    uint64
-	muts       []mvcc.Mutation
+	muts       mutBuf
 	index      map[string]int
 	primary    []byte
 	prewritten map[string]bool
@@ -44,8 +44,10 @@ type Txn struct {
 	sorted *btree.BTreeG[int]
 	probe  []byte
 	// allPrewritten: one Prewrite took the whole buffer (prewritten then
-	// stays empty).
+	// stays empty); held is what the store locked for it, the buffer
+	// being gone (MVCC-12).
 	allPrewritten bool
+	held          *mvcc.Held
 	// deferSync: commits return once applied and leave the wait for
 	// their log records to WaitDurable (syncLSN is the offset to wait
 	// for).
@@ -91,20 +93,20 @@ func (t *Txn) add(m mvcc.Mutation) {
 	}
 	if i, ok := t.find(m.Key); ok {
 		if t.sp != nil && i < t.sp.n {
-			t.undo = append(t.undo, undoEntry{i: i, old: t.muts[i]})
+			t.undo = append(t.undo, undoEntry{i: i, old: *t.muts.at(i)})
 		}
-		t.muts[i] = m
+		*t.muts.at(i) = m
 		return
 	}
-	t.muts = append(t.muts, m)
-	if t.index != nil {
-		t.index[string(m.Key)] = len(t.muts) - 1
-		t.sorted.ReplaceOrInsert(len(t.muts) - 1)
-	} else if len(t.muts) > smallTxn {
-		t.index = make(map[string]int, len(t.muts))
+	t.muts.push(m)
+	if n := t.muts.len(); t.index != nil {
+		t.index[string(m.Key)] = n - 1
+		t.sorted.ReplaceOrInsert(n - 1)
+	} else if n > smallTxn {
+		t.index = make(map[string]int, n)
 		t.sorted = btree.NewG[int](32, t.lessMut)
-		for i, x := range t.muts {
-			t.index[string(x.Key)] = i
+		for i := 0; i < n; i++ {
+			t.index[string(t.muts.at(i).Key)] = i
 			t.sorted.ReplaceOrInsert(i)
 		}
 	}
@@ -124,7 +126,7 @@ func (t *Txn) keyAt(i int) []byte {
 	if i == probeIdx {
 		return t.probe
 	}
-	return t.muts[i].Key
+	return t.muts.at(i).Key
 }
 
 func (t *Txn) lessMut(a, b int) bool { return bytes.Compare(t.keyAt(a), t.keyAt(b)) < 0 }
@@ -134,8 +136,8 @@ func (t *Txn) find(key []byte) (int, bool) {
 		i, ok := t.index[string(key)]
 		return i, ok
 	}
-	for i := range t.muts {
-		if bytes.Equal(t.muts[i].Key, key) {
+	for i := 0; i < t.muts.len(); i++ {
+		if bytes.Equal(t.muts.at(i).Key, key) {
 			return i, true
 		}
 	}
@@ -146,22 +148,22 @@ func (t *Txn) find(key []byte) (int, bool) {
 // (nil end = +inf), in key order.
 func (t *Txn) bufferedIn(start, end []byte, fn func(m *mvcc.Mutation)) {
 	if t.sorted == nil {
-		idx := make([]int, 0, len(t.muts))
-		for i := range t.muts {
-			if k := t.muts[i].Key; bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0) {
+		idx := make([]int, 0, t.muts.len())
+		for i := 0; i < t.muts.len(); i++ {
+			if k := t.muts.at(i).Key; bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0) {
 				idx = append(idx, i)
 			}
 		}
-		sort.Slice(idx, func(a, b int) bool { return bytes.Compare(t.muts[idx[a]].Key, t.muts[idx[b]].Key) < 0 })
+		sort.Slice(idx, func(a, b int) bool { return bytes.Compare(t.muts.at(idx[a]).Key, t.muts.at(idx[b]).Key) < 0 })
 		for _, i := range idx {
-			fn(&t.muts[i])
+			fn(t.muts.at(i))
 		}
 		return
 	}
 	t.probe = start
 	var hits []int
 	t.sorted.AscendGreaterOrEqual(probeIdx, func(i int) bool {
-		if end != nil && bytes.Compare(t.muts[i].Key, end) >= 0 {
+		if end != nil && bytes.Compare(t.muts.at(i).Key, end) >= 0 {
 			return false
 		}
 		hits = append(hits, i)
@@ -169,7 +171,7 @@ func (t *Txn) bufferedIn(start, end []byte, fn func(m *mvcc.Mutation)) {
 	})
 	t.probe = nil
 	for _, i := range hits {
-		fn(&t.muts[i])
+		fn(t.muts.at(i))
 	}
 }
 
@@ -189,7 +191,7 @@ func (t *Txn) LockKey(key []byte) { t.add(mvcc.Mutation{Op: mvcc.OpLock, Key: cl
 // made after it (a failing SQL statement inside a transaction), without a
 // second copy of the buffer. A later Savepoint replaces the mark.
 func (t *Txn) Savepoint() {
-	t.sp = &savepoint{n: len(t.muts), primary: t.primary}
+	t.sp = &savepoint{n: t.muts.len(), primary: t.primary}
 	t.undo = t.undo[:0]
 }
 
@@ -210,18 +212,15 @@ func (t *Txn) RollbackToSavepoint() error {
 		return fmt.Errorf("fakeupstream: txn %d: rollback to savepoint after prewrite or commit", t.startTs)
 	}
 	for j := len(t.undo) - 1; j >= 0; j-- {
-		t.muts[t.undo[j].i] = t.undo[j].old
+		*t.muts.at(t.undo[j].i) = t.undo[j].old
 	}
-	for i := t.sp.n; i < len(t.muts); i++ {
+	for i := t.sp.n; i < t.muts.len(); i++ {
 		if t.index != nil {
-			delete(t.index, string(t.muts[i].Key))
+			delete(t.index, string(t.muts.at(i).Key))
 			t.sorted.Delete(i)
 		}
 	}
-	for i := t.sp.n; i < len(t.muts); i++ {
-		t.muts[i] = mvcc.Mutation{}
-	}
-	t.muts = t.muts[:t.sp.n]
+	t.muts.truncate(t.sp.n)
 	t.primary = t.sp.primary
 	t.ReleaseSavepoint()
 	return nil
@@ -235,26 +234,40 @@ func (t *Txn) Discard() error {
 		return fmt.Errorf("fakeupstream: txn %d: discard after prewrite or commit (use Rollback)", t.startTs)
 	}
 	t.committed = true
-	t.muts, t.index, t.sorted, t.undo, t.sp = nil, nil, nil, nil, nil
+	t.muts, t.index, t.sorted, t.undo, t.sp = mutBuf{}, nil, nil, nil, nil
 	return nil
 }
 
 // Len is the number of buffered keys.
-func (t *Txn) Len() int { return len(t.muts) }
+func (t *Txn) Len() int {
+	if t.held != nil {
+		return t.held.Len()
+	}
+	return t.muts.len()
+}
 
 // Keys lists the buffered keys in write order.
 func (t *Txn) Keys() [][]byte {
-	out := make([][]byte, len(t.muts))
-	for i, m := range t.muts {
-		out[i] = m.Key
+	if t.held != nil {
+		return t.held.Keys()
 	}
+	out := make([][]byte, 0, t.muts.len())
+	t.muts.each(func(m *mvcc.Mutation) { out = append(out, m.Key) })
 	return out
+}
+
+// errHandedOver: the txn's buffer went to the store with its locks.
+func (t *Txn) errHandedOver() error {
+	return fmt.Errorf("fakeupstream: txn %d: read after the whole buffer was prewritten (the store holds it now)", t.startTs)
 }
 
 // Get reads key at the start ts, seeing the txn's own buffered writes.
 func (t *Txn) Get(key []byte) ([]byte, error) {
+	if t.held != nil {
+		return nil, t.errHandedOver()
+	}
 	if i, ok := t.find(key); ok {
-		switch m := t.muts[i]; m.Op {
+		switch m := t.muts.at(i); m.Op {
 		case mvcc.OpPut:
 			return cloneBytes(m.Value), nil
 		case mvcc.OpDel:
@@ -290,6 +303,9 @@ func (t *Txn) readDurable(lsn int64) error {
 // With a limit the store is read a page at a time, so a caller paging
 // through a large range never holds more than about limit pairs.
 func (t *Txn) Scan(start, end []byte, limit int) ([]kvevent.KV, error) {
+	if t.held != nil {
+		return nil, t.errHandedOver()
+	}
 	var out []kvevent.KV
 	cur := start
 	for {
@@ -372,7 +388,7 @@ func (t *Txn) mutation(key []byte) (mvcc.Mutation, error) {
 	if !ok {
 		return mvcc.Mutation{}, fmt.Errorf("fakeupstream: txn %d has no buffered write of key %x", t.startTs, key)
 	}
-	return t.muts[i], nil
+	return *t.muts.at(i), nil
 }
 
 // Prewrite writes locks for the given buffered keys, in that order (all
@@ -392,13 +408,12 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 	case all:
 		// The whole buffer in one request (a SQL COMMIT): no key list or
 		// set of prewritten keys, so a large txn's keys are not copied.
-		muts = t.muts
 	case len(keys) == 0:
-		for _, m := range t.muts {
+		t.muts.each(func(m *mvcc.Mutation) {
 			if !t.prewritten[string(m.Key)] {
 				keys = append(keys, m.Key)
 			}
-		}
+		})
 		fallthrough
 	default:
 		muts = make([]mvcc.Mutation, 0, len(keys))
@@ -418,8 +433,9 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 		// The buffer is the store's from here and never changes again:
 		// its index (a map entry and a btree item per key) goes before the
 		// store makes a lock per key, so a large txn never holds both
-		// (the commit only walks the buffer; a failed prewrite leaves a
-		// txn that is only rolled back or discarded).
+		// (the buffer itself goes chunk by chunk as the store locks it,
+		// and the commit walks what the store held; a failed prewrite
+		// leaves the buffer for a rollback or discard).
 		t.index, t.sorted = nil, nil
 	}
 	t.c.mu.Lock()
@@ -431,13 +447,21 @@ func (t *Txn) Prewrite(keys ...[]byte) error {
 			t.minCommit = t.c.oracle.Next()
 		}
 		opts.AsyncCommit, opts.MinCommitTs = true, t.minCommit
-		for _, m := range t.muts {
+		t.muts.each(func(m *mvcc.Mutation) {
 			if !bytes.Equal(m.Key, t.primary) {
 				opts.Secondaries = append(opts.Secondaries, m.Key)
 			}
-		}
+		})
 	}
-	err := t.c.store.Prewrite(muts, opts)
+	var err error
+	if all {
+		t.held, err = t.c.store.PrewriteChunks(t.muts.chunks, opts)
+		if err == nil {
+			t.muts = mutBuf{} // its chunks are gone (PrewriteChunks)
+		}
+	} else {
+		err = t.c.store.Prewrite(muts, opts)
+	}
 	lsn := t.c.lsnLocked()
 	t.c.mu.Unlock()
 	if err != nil {
@@ -482,11 +506,11 @@ func (t *Txn) unprewritten() [][]byte {
 		return nil
 	}
 	var out [][]byte
-	for _, m := range t.muts {
+	t.muts.each(func(m *mvcc.Mutation) {
 		if !t.prewritten[string(m.Key)] {
 			out = append(out, m.Key)
 		}
-	}
+	})
 	return out
 }
 
@@ -588,8 +612,13 @@ func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte, whole bool) error
 	if err := commit(t.primary); err != nil {
 		return err
 	}
-	for i := range t.muts {
-		if k := t.muts[i].Key; !bytes.Equal(k, t.primary) {
+	if t.held != nil {
+		// The rest in one pass over what the prewrite locked: no key
+		// list, no lookup per key (the primary, committed, is skipped).
+		return t.c.store.CommitHeld(t.held, commitTs)
+	}
+	for i := 0; i < t.muts.len(); i++ {
+		if k := t.muts.at(i).Key; !bytes.Equal(k, t.primary) {
 			if err := commit(k); err != nil {
 				return err
 			}
@@ -601,9 +630,9 @@ func (t *Txn) commitKeysLocked(commitTs uint64, keys [][]byte, whole bool) error
 // commitOrder lists the buffered keys, primary first.
 func (t *Txn) commitOrder() [][]byte {
 	keys := [][]byte{t.primary}
-	for _, m := range t.muts {
-		if !bytes.Equal(m.Key, t.primary) {
-			keys = append(keys, m.Key)
+	for _, k := range t.Keys() {
+		if !bytes.Equal(k, t.primary) {
+			keys = append(keys, k)
 		}
 	}
 	return keys
@@ -648,7 +677,7 @@ func (t *Txn) commit1PCLocked(commitTs uint64) error {
 	if err := t.c.checkIssuedLocked(commitTs, t.Keys()); err != nil {
 		return err
 	}
-	if err := t.c.store.OnePC(t.muts, t.startTs, commitTs); err != nil {
+	if err := t.c.store.OnePC(t.muts.flat(), t.startTs, commitTs); err != nil {
 		return err
 	}
 	t.committed = true

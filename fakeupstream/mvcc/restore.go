@@ -28,21 +28,12 @@ func (s *Store) RestoreLock(l Lock) error {
 	}
 	e := s.getOrCreate(l.Key)
 	if e.lock != nil {
-		if e.lock.StartTs == l.StartTs {
+		if e.lock.hdr.startTs == l.StartTs {
 			return nil
 		}
-		return &RestoreError{Key: l.Key, What: fmt.Sprintf("lock of txn %d over the lock of txn %d", l.StartTs, e.lock.StartTs)}
+		return &RestoreError{Key: l.Key, What: fmt.Sprintf("lock of txn %d over the lock of txn %d", l.StartTs, e.lock.hdr.startTs)}
 	}
-	c := l
-	c.Key = e.key
-	c.Primary = append([]byte(nil), l.Primary...)
-	c.Value = append([]byte(nil), l.Value...)
-	c.Secondaries = nil
-	for _, k := range l.Secondaries {
-		c.Secondaries = append(c.Secondaries, append([]byte(nil), k...))
-	}
-	e.lock = &c
-	s.nlocks++
+	s.setLock(e, s.headerOf(&l), l.Op, append([]byte(nil), l.Value...))
 	return nil
 }
 
@@ -77,11 +68,10 @@ func (s *Store) RestoreDelLock(key []byte, startTs uint64) error {
 }
 
 func (s *Store) dropLock(e *entry, startTs uint64) error {
-	if e.lock == nil || e.lock.StartTs != startTs {
+	if !e.lockedBy(startTs) {
 		return &RestoreError{Key: e.key, What: fmt.Sprintf("unlock of txn %d: no such lock", startTs)}
 	}
-	e.lock = nil
-	s.nlocks--
+	s.clearLock(e)
 	return nil
 }
 
@@ -97,7 +87,7 @@ func (s *Store) Snapshot(j Journal) {
 			j.AddWrite(e.key, e.writes[i], false)
 		}
 		if e.lock != nil {
-			j.PutLock(e.lock)
+			s.journalLock(j, e)
 		}
 		return true
 	})
@@ -113,7 +103,7 @@ func (s *Store) MaxTs() uint64 {
 			m = max(m, e.writes[i].CommitTs, e.writes[i].StartTs)
 		}
 		if e.lock != nil {
-			m = max(m, e.lock.StartTs, e.lock.MinCommitTs)
+			m = max(m, e.lock.hdr.startTs, e.lock.hdr.minCommitTs)
 		}
 		return true
 	})

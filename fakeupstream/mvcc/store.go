@@ -13,8 +13,10 @@ import (
 // entry holds everything known about one key.
 type entry struct {
 	key    []byte
-	lock   *Lock
+	lock   *keyLock
 	writes []Write // ascending CommitTs
+	// lockOp is the lock's op (set with lock).
+	lockOp Op
 }
 
 func lessEntry(a, b *entry) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -38,6 +40,10 @@ type Store struct {
 	// a map of millions misses the cache several times). Reused across
 	// requests; the store is used under one lock.
 	found []*entry
+	// jlock is the Lock handed to the journal (journalLock); restoreHdr
+	// is the header the last restored lock got (headerOf).
+	jlock      Lock
+	restoreHdr *lockHeader
 }
 
 // foundKeep is the largest found slice kept for the next request.
@@ -167,14 +173,12 @@ func (s *Store) emit(c Change) {
 // TiKV: only locks with start_ts <= ts that change data block, and an
 // async-commit/1PC lock whose min_commit_ts is above ts cannot commit at or
 // below ts, so it does not block.
-func blocking(l *Lock, ts uint64) bool {
-	if l == nil || l.StartTs > ts || l.Op == OpLock {
+func blocking(e *entry, ts uint64) bool {
+	if e.lock == nil || e.lockOp == OpLock {
 		return false
 	}
-	if l.MinCommitTs > ts {
-		return false
-	}
-	return true
+	h := e.lock.hdr
+	return h.startTs <= ts && h.minCommitTs <= ts
 }
 
 func (s *Store) checkRead(ts uint64) error {
@@ -194,8 +198,8 @@ func (s *Store) Get(key []byte, ts uint64) ([]byte, error) {
 	if e == nil {
 		return nil, nil
 	}
-	if blocking(e.lock, ts) {
-		return nil, &LockedError{Lock: *e.lock, ReadTs: ts}
+	if blocking(e, ts) {
+		return nil, &LockedError{Lock: e.lockView(), ReadTs: ts}
 	}
 	return e.valueAt(ts), nil
 }
@@ -216,8 +220,8 @@ func (s *Store) Scan(start, end []byte, ts uint64, limit int) ([]KV, error) {
 	var out []KV
 	var err error
 	s.ascend(start, end, func(e *entry) bool {
-		if blocking(e.lock, ts) {
-			err = &LockedError{Lock: *e.lock, ReadTs: ts}
+		if blocking(e, ts) {
+			err = &LockedError{Lock: e.lockView(), ReadTs: ts}
 			return false
 		}
 		if v := e.valueAt(ts); v != nil {
@@ -270,47 +274,41 @@ func (s *Store) Prewrite(muts []Mutation, opts PrewriteOptions) error {
 		return err
 	}
 	defer s.releaseFound()
-	// One copy of the primary for all the locks of this request.
-	primary := append([]byte(nil), opts.Primary...)
-	for i, m := range muts {
-		e := s.found[i]
-		switch {
-		case e != nil:
-		case opts.Handoff:
-			e = s.getOrAdopt(m.Key)
-		default:
-			e = s.getOrCreate(m.Key)
-		}
-		if e.lock != nil { // same txn, checked above
-			continue
-		}
-		value := m.Value
-		if !opts.Handoff {
-			value = append([]byte(nil), m.Value...)
-		}
-		l := &Lock{
-			Key:            e.key,
-			Primary:        primary,
-			StartTs:        opts.StartTs,
-			TTL:            opts.TTL,
-			Op:             m.Op,
-			Value:          value,
-			MinCommitTs:    opts.MinCommitTs,
-			UseAsyncCommit: opts.AsyncCommit,
-		}
-		if opts.AsyncCommit && bytes.Equal(m.Key, opts.Primary) {
-			for _, k := range opts.Secondaries {
-				l.Secondaries = append(l.Secondaries, append([]byte(nil), k...))
-			}
-		}
-		e.lock = l
-		s.nlocks++
-		if s.j != nil {
-			s.j.PutLock(l)
-		}
-		s.emit(Change{Kind: ChangePrewrite, Op: m.Op, Key: e.key, StartTs: opts.StartTs, Value: l.Value, OldValue: e.valueAt(^uint64(0))})
+	// One header for all the locks of this request (MVCC-12).
+	h := newHeader(&opts)
+	for i := range muts {
+		s.lockOne(s.found[i], h, &muts[i], &opts)
 	}
 	return nil
+}
+
+// lockOne writes txn opts.StartTs's lock of m on e (nil: create the
+// entry) under header h, unless the txn already holds it, and returns the
+// entry.
+func (s *Store) lockOne(e *entry, h *lockHeader, m *Mutation, opts *PrewriteOptions) *entry {
+	switch {
+	case e != nil:
+	case opts.Handoff:
+		e = s.getOrAdopt(m.Key)
+	default:
+		e = s.getOrCreate(m.Key)
+	}
+	if e.lock != nil { // same txn, checked before
+		return e
+	}
+	value := m.Value
+	if !opts.Handoff {
+		value = append([]byte(nil), m.Value...)
+	}
+	if bytes.Equal(m.Key, opts.Primary) {
+		h.setSecondaries(opts)
+	}
+	s.setLock(e, h, m.Op, value)
+	if s.j != nil {
+		s.journalLock(s.j, e)
+	}
+	s.emit(Change{Kind: ChangePrewrite, Op: m.Op, Key: e.key, StartTs: opts.StartTs, Value: value, OldValue: e.valueAt(^uint64(0))})
+	return e
 }
 
 // checkConflicts checks muts against the store and leaves the entry of
@@ -335,8 +333,8 @@ func (s *Store) checkConflicts(muts []Mutation, startTs uint64) error {
 // conflictOf is what keeps txn startTs from writing e's key: another
 // txn's lock, its own rollback, or a newer commit.
 func conflictOf(e *entry, startTs uint64) error {
-	if e.lock != nil && e.lock.StartTs != startTs {
-		return &LockedError{Lock: *e.lock, ReadTs: startTs}
+	if e.lock != nil && e.lock.hdr.startTs != startTs {
+		return &LockedError{Lock: e.lockView(), ReadTs: startTs}
 	}
 	if r := e.recordOf(startTs); r != nil && r.Kind == WriteRollback {
 		return &TxnRolledBackError{Key: e.key, StartTs: startTs}
@@ -398,9 +396,9 @@ func (s *Store) Commit(keys [][]byte, startTs, commitTs uint64) error {
 	for _, k := range keys {
 		e := s.get(k)
 		s.found = append(s.found, e)
-		if e != nil && e.lock != nil && e.lock.StartTs == startTs {
-			if commitTs < e.lock.MinCommitTs {
-				return &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: e.lock.MinCommitTs}
+		if e != nil && e.lockedBy(startTs) {
+			if mc := e.lock.hdr.minCommitTs; commitTs < mc {
+				return &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: mc}
 			}
 			continue
 		}
@@ -416,7 +414,7 @@ func (s *Store) Commit(keys [][]byte, startTs, commitTs uint64) error {
 		}
 	}
 	for _, e := range s.found {
-		if e.lock == nil || e.lock.StartTs != startTs {
+		if !e.lockedBy(startTs) {
 			continue // already committed
 		}
 		s.commitLock(e, commitTs)
@@ -425,23 +423,22 @@ func (s *Store) Commit(keys [][]byte, startTs, commitTs uint64) error {
 }
 
 func (s *Store) commitLock(e *entry, commitTs uint64) {
-	l := e.lock
-	w := Write{StartTs: l.StartTs, CommitTs: commitTs}
-	switch l.Op {
+	op, startTs := e.lockOp, e.lock.hdr.startTs
+	w := Write{StartTs: startTs, CommitTs: commitTs}
+	switch op {
 	case OpPut:
-		w.Kind, w.Value = WritePut, l.Value
+		w.Kind, w.Value = WritePut, e.lock.value
 	case OpDel:
 		w.Kind = WriteDelete
 	default:
 		w.Kind = WriteLock
 	}
-	e.lock = nil
-	s.nlocks--
+	s.clearLock(e)
 	e.addWrite(w)
 	if s.j != nil {
 		s.j.AddWrite(e.key, w, true)
 	}
-	s.emit(Change{Kind: ChangeCommit, Op: l.Op, Key: e.key, StartTs: l.StartTs, CommitTs: commitTs})
+	s.emit(Change{Kind: ChangeCommit, Op: op, Key: e.key, StartTs: startTs, CommitTs: commitTs})
 }
 
 // Rollback removes txn startTs's locks on keys and leaves rollback records
@@ -449,7 +446,7 @@ func (s *Store) commitLock(e *entry, commitTs uint64) {
 // *TxnCommittedError if the txn already committed a key.
 func (s *Store) Rollback(keys [][]byte, startTs uint64) error {
 	for _, k := range keys {
-		if e := s.get(k); e != nil && (e.lock == nil || e.lock.StartTs != startTs) {
+		if e := s.get(k); e != nil && !e.lockedBy(startTs) {
 			if r := e.recordOf(startTs); r != nil && r.Kind != WriteRollback {
 				return &TxnCommittedError{Key: e.key, StartTs: startTs, CommitTs: r.CommitTs}
 			}
@@ -463,10 +460,9 @@ func (s *Store) Rollback(keys [][]byte, startTs uint64) error {
 
 func (s *Store) rollbackKey(e *entry, startTs uint64) {
 	unlocked := false
-	if e.lock != nil && e.lock.StartTs == startTs {
-		op := e.lock.Op
-		e.lock = nil
-		s.nlocks--
+	if e.lockedBy(startTs) {
+		op := e.lockOp
+		s.clearLock(e)
 		unlocked = true
 		s.emit(Change{Kind: ChangeRollback, Op: op, Key: e.key, StartTs: startTs})
 	}
@@ -484,7 +480,7 @@ func (s *Store) rollbackKey(e *entry, startTs uint64) {
 // LockOf returns a copy of the lock on key, if any.
 func (s *Store) LockOf(key []byte) (Lock, bool) {
 	if e := s.get(key); e != nil && e.lock != nil {
-		return *e.lock, true
+		return e.lockView(), true
 	}
 	return Lock{}, false
 }
@@ -500,8 +496,8 @@ func (s *Store) ScanLocks(start, end []byte, maxVersion uint64, limit int) []Loc
 		return nil
 	}
 	s.ascend(start, end, func(e *entry) bool {
-		if e.lock != nil && e.lock.StartTs <= maxVersion {
-			out = append(out, *e.lock)
+		if e.lock != nil && e.lock.hdr.startTs <= maxVersion {
+			out = append(out, e.lockView())
 		}
 		return limit <= 0 || len(out) < limit
 	})
@@ -516,8 +512,8 @@ func (s *Store) MinLockTs(start, end []byte) (uint64, bool) {
 	}
 	min, found := uint64(0), false
 	s.ascend(start, end, func(e *entry) bool {
-		if e.lock != nil && e.lock.Op != OpLock && (!found || e.lock.StartTs < min) {
-			min, found = e.lock.StartTs, true
+		if e.lock != nil && e.lockOp != OpLock && (!found || e.lock.hdr.startTs < min) {
+			min, found = e.lock.hdr.startTs, true
 		}
 		return true
 	})
@@ -608,10 +604,11 @@ type TxnStatus struct {
 // txn can never commit.
 func (s *Store) CheckTxnStatus(primary []byte, lockTs, currentTs uint64) TxnStatus {
 	e := s.getOrCreate(primary)
-	if l := e.lock; l != nil && l.StartTs == lockTs {
-		expired := uint64(tso.Physical(currentTs)) >= uint64(tso.Physical(lockTs))+l.TTL
-		if !expired || l.UseAsyncCommit {
-			c := *l
+	if e.lockedBy(lockTs) {
+		h := e.lock.hdr
+		expired := uint64(tso.Physical(currentTs)) >= uint64(tso.Physical(lockTs))+h.ttl
+		if !expired || h.async {
+			c := e.lockView()
 			return TxnStatus{Lock: &c}
 		}
 		s.rollbackKey(e, lockTs)
@@ -644,8 +641,8 @@ func (s *Store) CheckSecondaryLocks(keys [][]byte, startTs uint64) SecondaryStat
 	var st SecondaryStatus
 	for _, k := range keys {
 		e := s.getOrCreate(k)
-		if e.lock != nil && e.lock.StartTs == startTs {
-			st.Locks = append(st.Locks, *e.lock)
+		if e.lockedBy(startTs) {
+			st.Locks = append(st.Locks, e.lockView())
 			continue
 		}
 		if r := e.recordOf(startTs); r != nil {
@@ -668,14 +665,14 @@ func (s *Store) CheckSecondaryLocks(keys [][]byte, startTs uint64) SecondaryStat
 func (s *Store) ResolveLock(start, end []byte, startTs, commitTs uint64) (int, error) {
 	var hits []*entry
 	s.ascend(start, end, func(e *entry) bool {
-		if e.lock != nil && e.lock.StartTs == startTs {
+		if e.lockedBy(startTs) {
 			hits = append(hits, e)
 		}
 		return true
 	})
 	for _, e := range hits {
-		if commitTs > 0 && commitTs < e.lock.MinCommitTs {
-			return 0, &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: e.lock.MinCommitTs}
+		if mc := e.lock.hdr.minCommitTs; commitTs > 0 && commitTs < mc {
+			return 0, &CommitTsExpiredError{Key: e.key, StartTs: startTs, CommitTs: commitTs, MinCommitTs: mc}
 		}
 		if commitTs > 0 && commitTs <= startTs {
 			return 0, &BadTimestampError{What: "resolve commit_ts must be greater than start_ts"}
@@ -792,7 +789,7 @@ func (s *Store) SnapshotChunk(after []byte, first bool, limit int, j Journal) (l
 				j.AddWrite(e.key, e.writes[i], false)
 			}
 			if e.lock != nil {
-				j.PutLock(e.lock)
+				s.journalLock(j, e)
 			}
 		}
 		last = e.key
