@@ -8,6 +8,7 @@ import (
 
 	"github.com/searchfabric/sfemu/emulator"
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/minicdc"
 	"github.com/searchfabric/sfemu/normalize"
 )
@@ -87,7 +88,12 @@ func (t probeTap) OnCheckpoint(_ context.Context, cp minicdc.Checkpoint) error {
 // wrapSink is the adapter's Config.WrapSink: AdvancePartition is called
 // once the bridge ingested every row at or below it, and the document
 // modality counts it when it returns (E51).
-func (p *lagProbe) wrapSink(s normalize.Sink) normalize.Sink { return probeSink{s, p} }
+func (p *lagProbe) wrapSink(s normalize.Sink) normalize.Sink {
+	if rs, ok := s.(normalize.RowSink); ok {
+		return probeRowSink{probeSink{s, p}, rs}
+	}
+	return probeSink{s, p}
+}
 
 type probeSink struct {
 	normalize.Sink
@@ -97,12 +103,32 @@ type probeSink struct {
 func (s probeSink) Ingest(ctx context.Context, b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
 	t0 := time.Now()
 	r, err := s.Sink.Ingest(ctx, b)
-	d := time.Since(t0)
-	s.p.mu.Lock()
-	s.p.ingest += d
-	s.p.ingests++
-	s.p.mu.Unlock()
+	s.p.ingested(t0)
 	return r, err
+}
+
+// probeRowSink is probeSink over a sink that takes positional batches
+// (normalize.RowSink, the in-process emulator): the wrapper keeps that
+// path, so the benchmark measures the batches the adapter really sends
+// (a plain probeSink would turn every batch into the map form, E44).
+type probeRowSink struct {
+	probeSink
+	rows normalize.RowSink
+}
+
+func (s probeRowSink) IngestRows(ctx context.Context, b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.IngestResponse, error) {
+	t0 := time.Now()
+	r, err := s.rows.IngestRows(ctx, b, rows)
+	s.p.ingested(t0)
+	return r, err
+}
+
+func (p *lagProbe) ingested(t0 time.Time) {
+	d := time.Since(t0)
+	p.mu.Lock()
+	p.ingest += d
+	p.ingests++
+	p.mu.Unlock()
 }
 
 func (s probeSink) AdvancePartition(ctx context.Context, pp *apiv1.PartitionProgress) (*apiv1.AdvancePartitionResponse, error) {

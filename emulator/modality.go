@@ -243,12 +243,15 @@ func textOf(v *apiv1.Value) string {
 func textApplier(idx text.Engine, fields []string) func([]docstore.Change) error {
 	return func(changes []docstore.Change) error {
 		ops := make([]text.Op, 0, len(changes))
+		// One array holds every op's texts: no allocation per row.
+		slab := make([]string, len(changes)*len(fields))
 		for _, ch := range changes {
 			if ch.New == nil || ch.New.Deleted {
 				ops = append(ops, text.Op{PK: ch.PK, Delete: true})
 				continue
 			}
-			texts := make([]string, len(fields))
+			texts := slab[:len(fields):len(fields)]
+			slab = slab[len(fields):]
 			has := false
 			for i, f := range fields {
 				texts[i] = textOf(ch.New.Field(f))

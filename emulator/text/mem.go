@@ -3,7 +3,6 @@ package text
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -38,7 +37,8 @@ type Mem struct {
 	docs   docTable
 	byPK   map[string]uint32   // live id of each indexed key
 	dicts  []map[string]uint32 // per field: term -> index into lists
-	lists  [][][]posting       // per field: posting lists, sorted by id
+	lists  []listTable         // per field: posting lists, sorted by id
+	arena  arena               // new terms' bytes and first postings
 	total  []int64             // tokens of each field summed over live documents
 	dead   int                 // retired ids still referenced by postings
 	// bytes is the accounted memory (TXT-M6, memsize.go), kept current by
@@ -83,7 +83,8 @@ func (m *Mem) reset() {
 	m.docs = docTable{nf: nf}
 	m.byPK = map[string]uint32{}
 	m.dicts = make([]map[string]uint32, nf)
-	m.lists = make([][][]posting, nf)
+	m.lists = make([]listTable, nf)
+	m.arena = arena{}
 	for i := range m.dicts {
 		m.dicts[i] = map[string]uint32{}
 	}
@@ -190,21 +191,26 @@ func (m *Mem) add(op Op) {
 			for j < len(m.toks) && m.toks[j] == t {
 				j++
 			}
+			p := posting{doc: id, tf: uint32(j - i)}
 			tid, ok := dict[t]
 			if !ok {
 				// A fast-path term is a substring of the document's
-				// text: copy it so the dictionary does not pin the row.
-				tid = uint32(len(m.lists[f]))
-				dict[strings.Clone(t)] = tid
-				oc := cap(m.lists[f])
-				m.lists[f] = append(m.lists[f], nil)
-				m.bytes += int64(len(t)) + mapEntryBytes + int64(cap(m.lists[f])-oc)*sliceHeader
+				// text: the arena copies it so the dictionary does not
+				// pin the row.
+				lists := &m.lists[f]
+				if lists.n%chunkSize == 0 {
+					m.bytes += listChunkBytes
+				}
+				dict[m.arena.term(t)] = lists.add(m.arena.newList(p))
+				m.bytes += int64(len(t)) + mapEntryBytes + postingBytes
+				i = j
+				continue
 			}
-			pl := m.lists[f][tid]
+			pl := m.lists[f].get(tid)
 			oc := cap(pl)
-			pl = append(pl, posting{doc: id, tf: uint32(j - i)})
+			pl = append(pl, p)
 			m.bytes += int64(cap(pl)-oc) * postingBytes
-			m.lists[f][tid] = pl
+			m.lists[f].set(tid, pl)
 			i = j
 		}
 		lens[f] = uint32(len(m.toks))
@@ -235,10 +241,10 @@ func (m *Mem) compact() {
 		m.byPK[c.pk[off]] = nid
 	}
 	for f, dict := range m.dicts {
-		lists := make([][]posting, 0, len(m.lists[f]))
+		var lists listTable
 		for t, tid := range dict {
 			var out []posting
-			for _, p := range m.lists[f][tid] {
+			for _, p := range m.lists[f].get(tid) {
 				if m.docs.live(p.doc) {
 					out = append(out, posting{doc: remap[p.doc], tf: p.tf})
 				}
@@ -247,8 +253,7 @@ func (m *Mem) compact() {
 				delete(dict, t)
 				continue
 			}
-			dict[t] = uint32(len(lists))
-			lists = append(lists, out)
+			dict[t] = lists.add(out)
 		}
 		m.lists[f] = lists
 	}

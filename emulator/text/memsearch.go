@@ -113,7 +113,7 @@ func (m *Mem) match(queryText string, fields []string) ([]Hit, error) {
 	for _, f := range fidx {
 		for _, t := range terms {
 			if tid, ok := m.dicts[f][t]; ok {
-				width += len(m.lists[f][tid])
+				width += len(m.lists[f].get(tid))
 			}
 		}
 	}
@@ -135,7 +135,7 @@ func (m *Mem) match(queryText string, fields []string) ([]Hit, error) {
 			if !ok {
 				continue
 			}
-			pl := m.lists[f][tid]
+			pl := m.lists[f].get(tid)
 			df := 0
 			for _, p := range pl {
 				if m.docs.live(p.doc) {

@@ -43,9 +43,9 @@ func (m *Mem) recount() {
 	m.keysPeak = max(m.keysPeak, len(m.byPK))
 	b += int64(m.keysPeak) * mapEntryBytes
 	for f, dict := range m.dicts {
-		b += int64(cap(m.lists[f])) * sliceHeader
+		b += m.lists[f].headerBytes()
 		for t, tid := range dict {
-			b += int64(len(t)) + mapEntryBytes + int64(cap(m.lists[f][tid]))*postingBytes
+			b += int64(len(t)) + mapEntryBytes + int64(cap(m.lists[f].get(tid)))*postingBytes
 		}
 	}
 	m.bytes = b
