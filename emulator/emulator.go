@@ -45,6 +45,7 @@ type Emulator struct {
 
 	metrics  *metrics
 	registry *prometheus.Registry
+	vec      *vectorState // memory quota, spill dir, searched set (VEC-Q1, VEC-G5)
 }
 
 // collection is the in-memory state of one collection name. rec is the
@@ -117,6 +118,7 @@ func Open(dir string, opts Options) (*Emulator, error) {
 	if err := e.initMetrics(); err != nil {
 		return nil, err
 	}
+	e.vec = newVectorState(dir, e.opts)
 	if dir == "" {
 		return e, nil
 	}
@@ -257,7 +259,7 @@ func (e *Emulator) buildCollection(rec *apiv1.CollectionStatus, docs *docstore.S
 			c.vecFields, c.vecConfig, c.vecW = prev.vecFields, prev.vecConfig, prev.vecW
 			e.seedAsync(c, prev, apiv1.Modality_MODALITY_VECTOR, c.vecW)
 		} else {
-			vfs, err := newVectorFields(def, e.vectorOptions(prev))
+			vfs, err := e.newVectorFields(def, prev)
 			if err != nil {
 				return nil, err
 			}

@@ -292,21 +292,6 @@ func vectorConfig(def *apiv1.CollectionDefinition) string {
 	return s
 }
 
-func newVectorFields(def *apiv1.CollectionDefinition, opts vector.Options) ([]*vectorField, error) {
-	var out []*vectorField
-	for _, f := range def.GetFields() {
-		if f.GetRole() != apiv1.FieldRole_FIELD_ROLE_VECTOR {
-			continue
-		}
-		idx, err := vector.NewWithOptions(int(f.GetVectorDim()), vectorMetric(f.GetVectorMetric()), opts)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, &vectorField{name: f.GetName(), idx: idx})
-	}
-	return out, nil
-}
-
 // vectorApplier turns document changes into vector index upserts/deletes.
 // A vector the index cannot hold (a zero vector under cosine) is left out
 // of the index: the document stays readable, it just is not a neighbour.

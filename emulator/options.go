@@ -55,6 +55,18 @@ type Options struct {
 	// as soon as it reaches the threshold; by default the build starts at
 	// the collection's first vector search (VEC-G3).
 	VectorGraphEager bool
+	// VectorMemoryBudget bounds the memory of all vector indexes together
+	// (every collection, both generations during a rebuild), in bytes as
+	// vector.Index.Bytes accounts them (VEC-G4). The index whose write
+	// passes it moves its vectors to a file under VectorSpillDir and
+	// drops its HNSW graph; it answers exact scans over the file until
+	// the collection's next rebuild or Open (VEC-Q1). Default 1 GiB;
+	// negative = no budget.
+	VectorMemoryBudget int64
+	// VectorSpillDir is where spilled vector indexes keep their vectors
+	// (unlinked files). Default: vector-spill under the emulator's
+	// directory, or the system temporary directory in memory mode.
+	VectorSpillDir string
 	// TextScratchDir is the parent directory of the text modality's
 	// scratch indexes (text.OpenScratch: segment files scorch merges in
 	// the background; never durable, rebuilt from the documents on Open,
@@ -85,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TextMemoryBudget == 0 {
 		o.TextMemoryBudget = defaultTextMemoryBudget
+	}
+	if o.VectorMemoryBudget == 0 {
+		o.VectorMemoryBudget = defaultVectorMemoryBudget
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf

@@ -2,7 +2,12 @@ package emulator
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
+	"os"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,11 +91,12 @@ func (r *vecRig) check(e *Emulator, seed int64, what string) {
 	}
 }
 
-// Rules VEC-G2, VEC-G3, VEC-P1 with E55 and E61: with the graph on
-// (threshold 50), vector searches answer like the exact scan while the
+// Rules VEC-G2, VEC-G3, VEC-G5, VEC-P1 with E55 and E61: with the graph
+// on (threshold 50), vector searches answer like the exact scan while the
 // graph is built in the background after the first search, through a
 // REBUILD_IN_PLACE (the new generation's index is built beside the
-// serving one) and after a restart (rebuilt from the documents).
+// serving one) and after a restart (rebuilt from the documents, its graph
+// built from the start because the collection had been searched).
 func TestVectorGraphThroughRebuildAndRestart(t *testing.T) {
 	seed := testSeed(t)
 	r := &vecRig{t: t, rng: rand.New(rand.NewSource(seed)), live: map[int][]float32{}}
@@ -150,8 +156,15 @@ func TestVectorGraphThroughRebuildAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if idx := servingIndex(e); idx.Armed() || idx.UsingHNSW() {
-		t.Fatal("VEC-G3: after a restart the graph waits for the first search")
+	// VEC-G5: items was searched before the restart, so its graph builds
+	// from the start, before any search after it.
+	idx = servingIndex(e)
+	if !idx.Armed() {
+		t.Fatal("VEC-G5: after a restart the graph of a searched collection waits for the first search")
+	}
+	idx.WaitGraph()
+	if !idx.UsingHNSW() || idx.Tail() != 0 {
+		t.Fatalf("VEC-G5: graph not built at open (tail %d of %d)", idx.Tail(), idx.Len())
 	}
 	r.check(e, seed, "after restart")
 	r.ingest(e, tok, 60)
@@ -174,4 +187,181 @@ func waitVectorGraphs(e *Emulator) {
 	for _, x := range idxs {
 		x.WaitGraph()
 	}
+}
+
+// checkBrute compares vector searches through the emulator with a float64
+// brute-force cosine ranking of live (independent of the index): the top
+// 20 of a few random queries, rank by rank (a swap is accepted only
+// between distances equal to 1e-6).
+func (r *vecRig) checkBrute(e *Emulator, seed int64, what string) {
+	r.t.Helper()
+	dist := func(q, v []float32) float64 {
+		var dp, na, nb float64
+		for i := range v {
+			dp += float64(v[i]) * float64(q[i])
+			na += float64(v[i]) * float64(v[i])
+			nb += float64(q[i]) * float64(q[i])
+		}
+		return 1 - dp/math.Sqrt(na*nb)
+	}
+	for i := 0; i < 5; i++ {
+		q := []float32{float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64()), float32(r.rng.NormFloat64())}
+		want := make([]int, 0, len(r.live))
+		for id := range r.live {
+			want = append(want, id)
+		}
+		sort.Slice(want, func(a, b int) bool {
+			da, db := dist(q, r.live[want[a]]), dist(q, r.live[want[b]])
+			if da != db {
+				return da < db
+			}
+			return fmt.Sprint(want[a]) < fmt.Sprint(want[b])
+		})
+		want = want[:min(20, len(want))]
+		got, _ := searchKeys(r.t, e, &apiv1.SearchRequest{Collection: "items", Vector: &apiv1.VectorQuery{Field: "emb", Vector: q}, Limit: 20, KeysOnly: true})
+		if len(got) != len(want) {
+			r.t.Fatalf("seed %d %s: %d hits, brute force has %d", seed, what, len(got), len(want))
+		}
+		for j, id := range want {
+			if got[j] == fmt.Sprint(id) {
+				continue
+			}
+			var gid int
+			fmt.Sscan(got[j], &gid)
+			gv, ok := r.live[gid]
+			if !ok || math.Abs(dist(q, gv)-dist(q, r.live[id])) > 1e-6 {
+				r.t.Fatalf("seed %d %s: rank %d is %s, brute force has %d", seed, what, j, got[j], id)
+			}
+		}
+	}
+}
+
+// Rule VEC-Q1: with a vector memory budget smaller than the index and its
+// graph, the index spills once the graph build (after the first search)
+// passes it, and vector searches keep equal to a brute-force reference:
+// after the spill, through writes to the spilled slab, through a
+// REBUILD_IN_PLACE (both generations charged to the one budget: the new
+// one spills too) and after a restart. The spill is logged, and nothing
+// is left in the spill directory (the files are unlinked).
+func TestVectorSpillPastTheBudget(t *testing.T) {
+	seed := testSeed(t)
+	r := &vecRig{t: t, rng: rand.New(rand.NewSource(seed)), live: map[int][]float32{}}
+	dir, spill := t.TempDir(), t.TempDir()
+	var logs []string
+	var logMu sync.Mutex
+	opts := Options{VectorHNSWThreshold: 50, VectorMemoryBudget: 60_000, VectorSpillDir: spill, Logf: func(f string, a ...any) {
+		logMu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		logMu.Unlock()
+	}}
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := mustCreate(t, e, itemsDef("items"), 10)
+	r.ts = 10
+	tok := lin.GetSchemaGenerationToken()
+	r.ingest(e, tok, 300)
+	idx := servingIndex(e)
+	if idx.Spilled() {
+		t.Fatalf("spilled before the graph: %d bytes within a budget of %d", idx.Bytes(), opts.VectorMemoryBudget)
+	}
+	r.checkBrute(e, seed, "in memory")
+	idx.WaitGraph()
+	if !idx.Spilled() || idx.UsingHNSW() {
+		t.Fatalf("VEC-Q1: the graph took the index (%d bytes) past the budget: spilled %v, graph %v", idx.Bytes(), idx.Spilled(), idx.UsingHNSW())
+	}
+	r.checkBrute(e, seed, "spilled")
+	r.ingest(e, tok, 200)
+	r.checkBrute(e, seed, "writes after the spill")
+
+	def := itemsDef("items")
+	def.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_INT
+	r.ts++
+	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, r.ts, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok = resp.GetLineage().GetSchemaGenerationToken()
+	deadline := time.Now().Add(time.Minute)
+	for status(t, e, "items").GetRebuild() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("rebuild did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	servingIndex(e).WaitGraph()
+	if !servingIndex(e).Spilled() {
+		t.Fatal("VEC-Q1: the rebuilt generation's index fit in a budget its graph passes")
+	}
+	r.checkBrute(e, seed, "after REBUILD_IN_PLACE")
+	r.ingest(e, tok, 100)
+	r.checkBrute(e, seed, "writes after the rebuild")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	servingIndex(e).WaitGraph()
+	r.checkBrute(e, seed, "after restart")
+	logMu.Lock()
+	spilled := 0
+	for _, l := range logs {
+		if strings.Contains(l, "items.emb passed the vector memory budget") {
+			spilled++
+		}
+	}
+	logMu.Unlock()
+	if spilled < 2 {
+		t.Fatalf("VEC-Q1: %d spills logged, want one per spilled generation: %q", spilled, logs)
+	}
+	if ents, _ := os.ReadDir(spill); len(ents) != 0 {
+		t.Fatalf("spill directory holds %d files; spill files are unlinked", len(ents))
+	}
+}
+
+// Rule VEC-G5: a restart remembers which collections were vector-searched:
+// one that never was waits for its first search after a restart (VEC-G3);
+// once searched, the next Open builds its graph from the start.
+func TestVectorGraphBuiltAtOpenWhenSearched(t *testing.T) {
+	seed := testSeed(t)
+	r := &vecRig{t: t, rng: rand.New(rand.NewSource(seed)), live: map[int][]float32{}}
+	dir := t.TempDir()
+	opts := Options{VectorHNSWThreshold: 50}
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := mustCreate(t, e, itemsDef("items"), 10)
+	r.ts = 10
+	r.ingest(e, lin.GetSchemaGenerationToken(), 200)
+	reopen := func() {
+		t.Helper()
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if e, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopen()
+	if servingIndex(e).Armed() {
+		t.Fatal("VEC-G3: a never-searched collection builds its graph after a restart")
+	}
+	r.check(e, seed, "first search")
+	reopen()
+	defer e.Close()
+	idx := servingIndex(e)
+	if !idx.Armed() {
+		t.Fatal("VEC-G5: the graph of a searched collection waits for a search after a restart")
+	}
+	idx.WaitGraph()
+	if !idx.UsingHNSW() || idx.Tail() != 0 {
+		t.Fatalf("VEC-G5: graph not built at open (tail %d of %d)", idx.Tail(), idx.Len())
+	}
+	r.check(e, seed, "after restart")
 }

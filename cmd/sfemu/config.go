@@ -47,6 +47,18 @@ type runConfig struct {
 	SpillQuota     string        `json:"spill_quota"`
 	Snapshot       string        `json:"snapshot"`
 	SnapshotConc   int           `json:"snapshot_concurrency"`
+	VectorMemory   string        `json:"vector_memory_budget"`
+}
+
+// vectorBudget parses --vector-memory-budget (VEC-Q1): the memory of all
+// vector indexes together, past which an index spills to
+// <data-dir>/emulator/vector-spill; 0 is refused (use a size).
+func (c runConfig) vectorBudget() (int64, error) {
+	n, err := parseSize("vector-memory-budget", c.VectorMemory)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("--vector-memory-budget must be > 0 (got %q): it bounds the vector indexes' memory before they spill to disk", c.VectorMemory)
+	}
+	return n, err
 }
 
 func defaultRunConfig() runConfig {
@@ -64,6 +76,7 @@ func defaultRunConfig() runConfig {
 		MemoryQuota:    "512MiB",
 		Snapshot:       "auto",
 		SnapshotConc:   4,
+		VectorMemory:   "1GiB",
 	}
 }
 

@@ -86,7 +86,7 @@ errors) go to <data-dir>/client.log.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, mysql_user, mysql_password, ca, cert, key, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency); flags override it")
+	f.StringVar(&configFile, "config", "", "JSON config file (keys: data_dir, http, grpc, mysql, pd, tables, start_ts, seed, rate, ddl_every, status_interval, token, insecure_listen, mysql_user, mysql_password, ca, cert, key, fresh, in_process, pd_timeout, pprof, memory_quota, spill_quota, snapshot, snapshot_concurrency, vector_memory_budget); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded upstream (upstream/), the emulator's collections, the schema store, upstream.json (which upstream the state belongs to) and client.log; a rerun on it resumes")
 	f.StringVar(&cfg.HTTP, "http", cfg.HTTP, "HTTP API listen address (an empty host binds 127.0.0.1)")
 	f.StringVar(&cfg.GRPC, "grpc", cfg.GRPC, "gRPC API listen address (an empty host binds 127.0.0.1); empty disables gRPC")
@@ -111,6 +111,7 @@ errors) go to <data-dir>/client.log.`,
 	f.StringVar(&cfg.MemoryQuota, "memory-quota", cfg.MemoryQuota, "memory the adapter may hold for rows not yet applied (all partitions together), e.g. 512MiB; past it, transactions spill to <data-dir>/spill")
 	f.StringVar(&cfg.SpillQuota, "spill-quota", cfg.SpillQuota, "disk the adapter may use for spill files, e.g. 20GiB (empty = the free space of <data-dir>/spill minus 1 GiB); past memory and spill quota the adapter stops with an overflow error")
 	f.StringVar(&cfg.Snapshot, "snapshot", cfg.Snapshot, "initial snapshot: auto (read the tables at one ts before streaming when the data dir holds nothing of them yet, and finish an interrupted snapshot), never (stream from the start ts only), always (drop the collections and read the tables again at every start)")
+	f.StringVar(&cfg.VectorMemory, "vector-memory-budget", cfg.VectorMemory, "memory all vector indexes may use together (both generations during a rebuild), e.g. 1GiB; past it an index moves its vectors to <data-dir>/emulator/vector-spill and answers by exact scan")
 	f.IntVar(&cfg.SnapshotConc, "snapshot-concurrency", cfg.SnapshotConc, "key ranges (regions) the initial snapshot reads in parallel")
 	f.BoolVar(&cfg.Fresh, "fresh", cfg.Fresh, "embedded mode: remove the data dir's previous state (upstream, collections, schema store) and start over; without it a run resumes where the previous one stopped")
 	return cmd

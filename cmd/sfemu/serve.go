@@ -36,8 +36,13 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	// A text index past its memory budget moves to bleve's disk-backed
 	// scratch segments (TXT-M7); keep them on the data dir's disk, not in
 	// the RAM-backed default (/dev/shm), so the move frees memory.
+	vb, err := cfg.vectorBudget()
+	if err != nil {
+		return err
+	}
 	emu, err := emulator.Open(filepath.Join(cfg.DataDir, "emulator"), emulator.Options{
-		TextScratchDir: filepath.Join(cfg.DataDir, "text-scratch"),
+		TextScratchDir:     filepath.Join(cfg.DataDir, "text-scratch"),
+		VectorMemoryBudget: vb,
 	})
 	if err != nil {
 		return err

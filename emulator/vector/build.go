@@ -14,9 +14,12 @@ func (x *Index) Arm() {
 		return
 	}
 	x.mu.Lock()
-	x.armed.Store(true)
+	first := !x.armed.Swap(true)
 	x.kickLocked()
 	x.mu.Unlock()
+	if first && x.opts.OnArm != nil {
+		x.opts.OnArm()
+	}
 }
 
 // Armed reports whether the background build is enabled (by a search,
@@ -34,11 +37,11 @@ func (x *Index) kickLocked() {
 }
 
 func (x *Index) needWorkLocked() bool {
-	if x.opts.HNSWThreshold < 0 {
-		return false
+	if x.opts.HNSWThreshold < 0 || x.disk != nil {
+		return false // a spilled index has no graph (VEC-Q1)
 	}
 	if x.g == nil {
-		return len(x.pks) >= x.opts.HNSWThreshold
+		return x.n >= x.opts.HNSWThreshold
 	}
 	return len(x.pending) > 0 || x.needRebuildLocked()
 }
@@ -47,15 +50,17 @@ func (x *Index) needRebuildLocked() bool {
 	return x.g.dead > 0 && x.g.dead > len(x.g.nodePK)/4
 }
 
-// Close stops the builder (at its next vector) and waits for it. Searches
-// and writes keep working on the slab and whatever graph exists; nothing is
-// built any more.
+// Close stops the builder (at its next vector) and waits for it, and
+// returns the index's memory charge to its quota (the emulator closes a
+// retired generation's indexes). Searches and writes keep working on the
+// slab and whatever graph exists; nothing is built or charged any more.
 func (x *Index) Close() {
 	x.closed.Store(true)
 	x.mu.Lock()
 	for x.building {
 		x.idle.Wait()
 	}
+	x.releaseCharge()
 	x.mu.Unlock()
 }
 
@@ -81,8 +86,9 @@ var buildHook func()
 // graph's own lock is held for one insert at a time.
 func (x *Index) buildLoop() {
 	type item struct {
-		pk  string
-		vec []float32
+		pk   string
+		slot int
+		vec  []float32
 	}
 	var batch []item
 	var flat []float32
@@ -109,7 +115,7 @@ func (x *Index) buildLoop() {
 		for j, s := range x.pending[len(x.pending)-n:] {
 			v := flat[j*x.dim : (j+1)*x.dim : (j+1)*x.dim]
 			copy(v, x.vec(int(s)))
-			batch = append(batch, item{x.pks[s], v})
+			batch = append(batch, item{x.pk(int(s)), int(s), v})
 		}
 		x.mu.Unlock()
 
@@ -129,19 +135,37 @@ func (x *Index) buildLoop() {
 		if x.g == g { // not dropped meanwhile
 			for j, it := range batch {
 				n := first + j
-				s, ok := x.slot[it.pk]
-				if ok && x.pend[s] >= 0 && slices.Equal(x.vec(s), it.vec) {
+				s := x.slotOf(it.pk, it.slot)
+				if s >= 0 && x.pendOf(s) >= 0 && slices.Equal(x.vec(s), it.vec) {
 					g.nodePK = append(g.nodePK, it.pk)
-					x.node[s] = int32(n)
+					p, o := x.at(s)
+					p.node[o] = int32(n)
 					x.dropPending(s)
 				} else { // replaced or deleted meanwhile: still in the tail
 					g.nodePK = append(g.nodePK, "")
 					g.dead++
 				}
 			}
+			x.graphBytes = g.bytes()
+			x.chargeLocked()
 		}
 		x.mu.Unlock()
 	}
+}
+
+// slotOf returns pk's slot, checking hint (where it was) before hashing:
+// slots move only when a delete fills a hole. -1 when pk is gone.
+func (x *Index) slotOf(pk string, hint int) int {
+	if hint < x.n && x.pk(hint) == pk {
+		return hint
+	}
+	_, s := x.keys.find(x.keys.hash(pk), pk, x)
+	return s
+}
+
+func (x *Index) pendOf(i int) int32 {
+	p, o := x.at(i)
+	return p.pend[o]
 }
 
 func (x *Index) newGraph() *graph {
@@ -169,9 +193,24 @@ func (x *Index) liveNodesLocked() []liveNode {
 // is untouched, so every vector stays visible throughout (VEC-G2).
 func (x *Index) rebuild(old *graph, live []liveNode) {
 	ng := x.newGraph()
+	defer func() {
+		x.mu.Lock()
+		x.rebuildBytes = 0
+		x.chargeLocked()
+		x.mu.Unlock()
+	}()
 	for i, ln := range live {
-		if i%256 == 0 && x.closed.Load() {
-			return
+		if i%256 == 0 {
+			// The second graph counts against the quota while it grows
+			// (VEC-G4, VEC-Q1); a spill meanwhile drops the graph.
+			x.mu.Lock()
+			x.rebuildBytes = ng.bytes()
+			x.chargeLocked()
+			stop := x.g != old || x.closed.Load()
+			x.mu.Unlock()
+			if stop {
+				return
+			}
 		}
 		ng.h.add(old.h.vec(ln.n))
 	}
@@ -187,7 +226,10 @@ func (x *Index) rebuild(old *graph, live []liveNode) {
 			continue
 		}
 		ng.nodePK[i] = ln.pk
-		x.node[x.slot[ln.pk]] = int32(i)
+		_, s := x.keys.find(x.keys.hash(ln.pk), ln.pk, x)
+		p, o := x.at(s)
+		p.node[o] = int32(i)
 	}
 	x.g = ng
+	x.graphBytes = ng.bytes()
 }

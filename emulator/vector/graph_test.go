@@ -18,12 +18,14 @@ func checkCover(t *testing.T, x *Index, seed int64, step int) {
 	t.Helper()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	require.Len(t, x.node, len(x.pks))
-	require.Len(t, x.pend, len(x.pks))
+	require.Equal(t, x.n, x.keys.n, "seed %d step %d: key table size", seed, step)
 	inTail := 0
-	for i, pk := range x.pks {
-		require.Equal(t, i, x.slot[pk], "seed %d step %d: slot map", seed, step)
-		p, n := x.pend[i], x.node[i]
+	for i := 0; i < x.n; i++ {
+		pk := x.pk(i)
+		_, s := x.keys.find(x.keys.hash(pk), pk, x)
+		require.Equal(t, i, s, "seed %d step %d: key table", seed, step)
+		pg, o := x.at(i)
+		p, n := pg.pend[o], pg.node[o]
 		require.True(t, (p >= 0) != (n >= 0), "seed %d step %d: %s pending=%d node=%d", seed, step, pk, p, n)
 		if p >= 0 {
 			inTail++
@@ -42,7 +44,9 @@ func checkCover(t *testing.T, x *Index, seed int64, step int) {
 		for n, pk := range x.g.nodePK {
 			if pk != "" {
 				live++
-				require.Equal(t, int32(n), x.node[x.slot[pk]], "seed %d step %d: live node %d of %s is not its slot's", seed, step, n, pk)
+				_, sl := x.keys.find(x.keys.hash(pk), pk, x)
+				pg, o := x.at(sl)
+				require.Equal(t, int32(n), pg.node[o], "seed %d step %d: live node %d of %s is not its slot's", seed, step, n, pk)
 			}
 		}
 		require.Equal(t, len(x.g.nodePK)-x.g.dead, live, "seed %d step %d: dead count", seed, step)

@@ -39,6 +39,9 @@ type hnswGraph struct {
 
 	entry    int // -1 when empty
 	maxLevel int
+	// upBytes is the memory of the upper-layer link lists, kept as they
+	// grow so bytes is O(1) (the quota charges it after every round).
+	upBytes int64
 
 	ins         *scratch // add's scratch (add is exclusive)
 	scratchPool sync.Pool
@@ -91,7 +94,9 @@ func (g *hnswGraph) setLinks(n uint32, l int, nbs []nodeDist) {
 		g.l0n[n] = uint16(len(nbs))
 		return
 	}
+	before := cap(g.up[n][l-1])
 	g.up[n][l-1] = append(g.up[n][l-1][:0], nbs...)
+	g.upBytes += nodeDistSize * int64(cap(g.up[n][l-1])-before)
 }
 
 // addBack links n to nb on layer l. An overfull list loses its farthest
@@ -109,7 +114,9 @@ func (g *hnswGraph) addBack(n uint32, l int, nb nodeDist) {
 			g.l0[int(n)*g.m0+len(cur)] = nb
 			g.l0n[n]++
 		} else {
+			before := cap(g.up[n][l-1])
 			g.up[n][l-1] = append(g.up[n][l-1], nb)
+			g.upBytes += nodeDistSize * int64(cap(g.up[n][l-1])-before)
 		}
 		return
 	}
@@ -354,6 +361,7 @@ func (g *hnswGraph) add(v []float32) uint32 {
 	var up [][]nodeDist
 	if level > 0 {
 		up = make([][]nodeDist, level)
+		g.upBytes += sliceHeader * int64(level)
 	}
 	g.up = append(g.up, up)
 	if g.entry < 0 {

@@ -2,36 +2,37 @@ package vector
 
 import "unsafe"
 
-// Bytes is the index's memory by the accounting of rule VEC-G4, from the
-// capacities of what it holds: the slab (vectors, keys, slot map and
-// bookkeeping) and the graph (its vectors, link blocks and node keys). A
-// rebuild's second graph is transient and not counted.
+const (
+	strHeader    = int64(unsafe.Sizeof(""))
+	sliceHeader  = int64(unsafe.Sizeof([]nodeDist{}))
+	nodeDistSize = int64(unsafe.Sizeof(nodeDist{}))
+	pageBytes    = int64(unsafe.Sizeof(page{}))
+)
+
+// Bytes is the index's memory by the accounting of rule VEC-G4: the slab
+// (pages of keys, bookkeeping and, unless spilled, vectors; the key
+// table; the tail), the graph (its vectors, link blocks and node keys)
+// and a graph rebuild's second graph while it is built. It is what the
+// index charges to its quota (VEC-Q1), kept O(1) by counters.
 func (x *Index) Bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	const str = int64(unsafe.Sizeof("")) // a key's header in a slice
-	// A map entry: key header, int value and control byte, at a load
-	// between the 7/8 the table grows at and half that after doubling.
-	const mapEntry = (str + 8 + 1) * 3 / 2
-	var keys int64
-	for _, pk := range x.pks {
-		keys += int64(len(pk))
+	return x.bytesLocked()
+}
+
+func (x *Index) bytesLocked() int64 {
+	per := pageBytes
+	if x.disk == nil {
+		per += 4 * int64(pageSlots*x.dim)
 	}
-	n := int64(len(x.pks))
-	b := keys + str*int64(cap(x.pks)) + 4*int64(cap(x.vecs)) + mapEntry*n +
-		4*int64(cap(x.node)+cap(x.pend)+cap(x.pending))
-	if g := x.g; g != nil {
-		g.mu.RLock()
-		h := g.h
-		nd := int64(unsafe.Sizeof(nodeDist{}))
-		b += 4*int64(cap(h.vecs)) + nd*int64(cap(h.l0)) + 2*int64(cap(h.l0n)) +
-			int64(unsafe.Sizeof([][]nodeDist{}))*int64(cap(h.up)) + str*int64(cap(g.nodePK))
-		for _, up := range h.up {
-			for _, l := range up {
-				b += int64(unsafe.Sizeof([]nodeDist{})) + nd*int64(cap(l))
-			}
-		}
-		g.mu.RUnlock()
-	}
-	return b
+	return per*int64(len(x.pages)) + x.keyBytes + 8*int64(len(x.keys.ents)) +
+		4*int64(cap(x.pending)) + x.graphBytes + x.rebuildBytes
+}
+
+// bytes is the graph's memory. Only its builder changes h, so the builder
+// reads it without h's lock.
+func (g *graph) bytes() int64 {
+	h := g.h
+	return 4*int64(cap(h.vecs)) + nodeDistSize*int64(cap(h.l0)) + 2*int64(cap(h.l0n)) +
+		sliceHeader*int64(cap(h.up)) + h.upBytes + strHeader*int64(cap(g.nodePK))
 }

@@ -1,6 +1,9 @@
 package vector
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Search returns the k nearest live vectors to q.
 func (x *Index) Search(q []float32, k int) ([]Hit, error) {
@@ -47,11 +50,14 @@ func (x *Index) search(q []float32, k int, exact bool, filter func(string) bool,
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if x.ioErr != nil {
+		return nil, nil, x.ioErr
+	}
 	var keys []string
 	if wantKeys {
-		keys = make([]string, 0, len(x.pks))
-		for _, pk := range x.pks {
-			if filter == nil || filter(pk) {
+		keys = make([]string, 0, x.n)
+		for i := 0; i < x.n; i++ {
+			if pk := x.pk(i); filter == nil || filter(pk) {
 				keys = append(keys, pk)
 			}
 		}
@@ -65,8 +71,10 @@ func (x *Index) search(q []float32, k int, exact bool, filter func(string) bool,
 		}
 	}
 	top := newTopK(k)
-	for i := range x.pks {
-		x.consider(top, qv, i, filter)
+	if err := x.scanVectors(func(i int, v []float32) {
+		x.offer(top, qv, x.pk(i), v, filter)
+	}); err != nil {
+		return nil, nil, fmt.Errorf("vector: exact scan of the spill file: %w", err)
 	}
 	return x.hits(top), keys, nil
 }
@@ -81,10 +89,9 @@ func (x *Index) rankDist(q, v []float32) float64 {
 	return float64(l2sq(q, v))
 }
 
-// consider offers slot i to top.
-func (x *Index) consider(top *topK, q []float32, i int, filter func(string) bool) {
-	pk := x.pks[i]
-	d := x.rankDist(q, x.vec(i))
+// offer offers pk with stored vector v to top.
+func (x *Index) offer(top *topK, q []float32, pk string, v []float32, filter func(string) bool) {
+	d := x.rankDist(q, v)
 	if !top.wouldAccept(d, pk) || (filter != nil && !filter(pk)) {
 		return
 	}
@@ -119,10 +126,10 @@ func (x *Index) hit(pk string, d float64) Hit {
 // and tail could not produce min(k, live) results, so the caller falls back
 // to the exact scan. Caller holds mu (read).
 func (x *Index) searchIndexed(q []float32, k int, filter func(string) bool) ([]Hit, bool) {
-	want := min(k, len(x.pks))
+	want := min(k, x.n)
 	tail := newTopK(k)
 	for _, s := range x.pending {
-		x.consider(tail, q, int(s), filter)
+		x.offer(tail, q, x.pk(int(s)), x.vec(int(s)), filter)
 	}
 	g := x.g
 	g.mu.RLock()

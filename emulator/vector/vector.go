@@ -24,7 +24,9 @@
 //
 // Results are ordered by (Distance asc, PK asc).
 //
-// The index is in memory only; the emulator rebuilds it from its document
+// The index lives in memory, charged to an optional Quota; past the quota
+// its vectors move to an unlinked spill file and searches become exact
+// scans over it (rule VEC-Q1). The emulator rebuilds it from its document
 // store on start (rule VEC-P1). An Index is safe for concurrent use.
 package vector
 
@@ -92,6 +94,20 @@ type Options struct {
 	// HNSWThreshold; by default the build waits for the first graph-eligible
 	// search (VEC-G3), so an index nobody searches costs no graph CPU.
 	Eager bool
+	// Quota, when set, is charged with the index's memory (Bytes); past
+	// its limit the index spills its vectors to a file in SpillDir and
+	// drops its graph (rule VEC-Q1). Nil: no bound.
+	Quota *Quota
+	// SpillDir is where a spilled index keeps its vectors (default: the
+	// system's temporary directory).
+	SpillDir string
+	// OnSpill, when set, is called (under the index lock) when the index
+	// spills (err nil) or fails to (err says why; it stays in memory).
+	OnSpill func(err error)
+	// OnArm, when set, is called once (without locks) when a search or
+	// Arm first enables the graph build of an index not built Eager: the
+	// emulator records that the collection was searched (VEC-G5).
+	OnArm func()
 }
 
 // DefaultEfConstruction is the construction beam (VEC-H3).
