@@ -73,6 +73,8 @@ type protoAlloc struct {
 	jsons   []apiv1.Value_JsonValue
 	nulls   []apiv1.Value_NullValue
 	vectors []apiv1.Value_VectorValue
+	fvecs   []apiv1.FloatVector
+	f32s    []float32 // the vectors' components, carved like the values
 	muts    []apiv1.Mutation
 	ptrs    []*apiv1.Value // positional rows' value slots (E44)
 }
@@ -166,7 +168,13 @@ func (a *protoAlloc) value(m *Mutation, v *ownedVal, all string, allBytes []byte
 		pv.Kind = w
 	case vVector:
 		b := m.data[v.off : v.off+v.n]
-		fv := &apiv1.FloatVector{Values: make([]float32, len(b)/4)}
+		n := len(b) / 4
+		if cap(a.f32s)-len(a.f32s) < n {
+			a.f32s = make([]float32, 0, max(protoChunk*4, n))
+		}
+		fv := take(&a.fvecs)
+		fv.Values = a.f32s[len(a.f32s) : len(a.f32s)+n : len(a.f32s)+n]
+		a.f32s = a.f32s[:len(a.f32s)+n]
 		for j := range fv.Values {
 			fv.Values[j] = math.Float32frombits(uint32(b[4*j]) | uint32(b[4*j+1])<<8 | uint32(b[4*j+2])<<16 | uint32(b[4*j+3])<<24)
 		}
