@@ -47,6 +47,41 @@ func (r *vecRig) ingest(e *Emulator, tok string, n int) {
 	e.WaitIndexed()
 }
 
+// rebuildInPlace changes items' price from FLOAT to INT with
+// REBUILD_IN_PLACE (a new generation's indexes are built beside the
+// serving ones, E55), waits for the swap and returns the new token.
+func (r *vecRig) rebuildInPlace(e *Emulator, lin *apiv1.Lineage) string {
+	r.t.Helper()
+	def := itemsDef("items")
+	def.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_INT
+	r.ts++
+	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, r.ts, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for status(r.t, e, "items").GetRebuild() != nil {
+		if time.Now().After(deadline) {
+			r.t.Fatal("rebuild did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return resp.GetLineage().GetSchemaGenerationToken()
+}
+
+// reopenVec closes e and opens its directory again (a restart, E61).
+func reopenVec(t *testing.T, e *Emulator, dir string, opts Options) *Emulator {
+	t.Helper()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // servingIndex is the serving generation's vector index of items.
 func servingIndex(e *Emulator) *vector.Index {
 	e.mu.RLock()
@@ -124,21 +159,7 @@ func TestVectorGraphThroughRebuildAndRestart(t *testing.T) {
 	}
 	r.check(e, seed, "built")
 
-	def := itemsDef("items")
-	def.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_INT // price FLOAT -> INT
-	r.ts++
-	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, r.ts, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok = resp.GetLineage().GetSchemaGenerationToken()
-	deadline := time.Now().Add(time.Minute)
-	for status(t, e, "items").GetRebuild() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("rebuild did not finish")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	tok = r.rebuildInPlace(e, lin)
 	idx := servingIndex(e)
 	idx.WaitGraph()
 	if !idx.UsingHNSW() || idx.Tail() != 0 {
@@ -148,13 +169,7 @@ func TestVectorGraphThroughRebuildAndRestart(t *testing.T) {
 	r.ingest(e, tok, 60)
 	r.check(e, seed, "writes after the rebuild")
 
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = reopenVec(t, e, dir, opts)
 	defer e.Close()
 	// VEC-G5: items was searched before the restart, so its graph builds
 	// from the start, before any search after it.
@@ -275,21 +290,7 @@ func TestVectorSpillPastTheBudget(t *testing.T) {
 	r.ingest(e, tok, 200)
 	r.checkBrute(e, seed, "writes after the spill")
 
-	def := itemsDef("items")
-	def.Fields[3].Type = apiv1.FieldType_FIELD_TYPE_INT
-	r.ts++
-	resp, err := e.PutCollectionSchema(bg, changeReq(def, lin, r.ts, apiv1.SchemaUpdatePolicy_SCHEMA_UPDATE_POLICY_REBUILD_IN_PLACE))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok = resp.GetLineage().GetSchemaGenerationToken()
-	deadline := time.Now().Add(time.Minute)
-	for status(t, e, "items").GetRebuild() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("rebuild did not finish")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	tok = r.rebuildInPlace(e, lin)
 	servingIndex(e).WaitGraph()
 	if !servingIndex(e).Spilled() {
 		t.Fatal("VEC-Q1: the rebuilt generation's index fit in a budget its graph passes")
@@ -297,14 +298,7 @@ func TestVectorSpillPastTheBudget(t *testing.T) {
 	r.checkBrute(e, seed, "after REBUILD_IN_PLACE")
 	r.ingest(e, tok, 100)
 	r.checkBrute(e, seed, "writes after the rebuild")
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	e, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e = reopenVec(t, e, dir, opts)
 	defer e.Close()
 	servingIndex(e).WaitGraph()
 	r.checkBrute(e, seed, "after restart")
@@ -339,21 +333,12 @@ func TestVectorGraphBuiltAtOpenWhenSearched(t *testing.T) {
 	lin := mustCreate(t, e, itemsDef("items"), 10)
 	r.ts = 10
 	r.ingest(e, lin.GetSchemaGenerationToken(), 200)
-	reopen := func() {
-		t.Helper()
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if e, err = Open(dir, opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reopen()
+	e = reopenVec(t, e, dir, opts)
 	if servingIndex(e).Armed() {
 		t.Fatal("VEC-G3: a never-searched collection builds its graph after a restart")
 	}
 	r.check(e, seed, "first search")
-	reopen()
+	e = reopenVec(t, e, dir, opts)
 	defer e.Close()
 	idx := servingIndex(e)
 	if !idx.Armed() {
