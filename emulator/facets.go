@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 )
 
 // Facet limits (E77).
@@ -97,10 +98,11 @@ func facetCounts(c *collection, reqs []*apiv1.FacetRequest, matching func(yield 
 			out[i].Buckets = append(out[i].Buckets, &apiv1.FacetBucket{Key: rangeKey(rg)})
 		}
 	}
+	var sc docstore.Scratch // one decoded value at a time; a new term keeps its own copy
 	matching(func(pk string) {
 		ent, _ := c.docs.Get(pk)
 		for i, r := range reqs {
-			v := ent.Field(r.GetField())
+			v := ent.FieldScratch(r.GetField(), &sc)
 			if isNull(v) {
 				out[i].Missing++
 				continue
@@ -113,7 +115,7 @@ func facetCounts(c *collection, reqs []*apiv1.FacetRequest, matching func(yield 
 				}
 				t := terms[i][key]
 				if t == nil {
-					t = &termCount{key: key, value: v}
+					t = &termCount{key: key, value: ent.Field(r.GetField())}
 					terms[i][key] = t
 				}
 				t.n++

@@ -109,13 +109,17 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.I
 	// Plan (E38, E40).
 	plan := c.docs.NewBatch(len(muts))
 	for i, m := range muts {
+		var err error
 		switch {
 		case m.GetKind() == apiv1.MutationKind_MUTATION_KIND_DELETE:
 			plan.Delete(m.GetPrimaryKey(), m.GetCommitTs())
 		case rows != nil:
-			plan.UpsertRow(m.GetPrimaryKey(), m.GetCommitTs(), rows.Layout, rows.Vals[i], b.GetSourcePartition())
+			_, err = plan.UpsertRow(m.GetPrimaryKey(), m.GetCommitTs(), rows.Layout, rows.Vals[i], b.GetSourcePartition())
 		default:
-			plan.Upsert(m.GetPrimaryKey(), m.GetCommitTs(), m.GetFields(), b.GetSourcePartition())
+			_, err = plan.UpsertMap(m.GetPrimaryKey(), m.GetCommitTs(), c.schema.Layout, m.GetFields(), b.GetSourcePartition())
+		}
+		if err != nil { // the checks above admit only encodable values
+			return nil, fmt.Errorf("emulator: collection %q key %q: storing the row: %w", c.name(), m.GetPrimaryKey(), err)
 		}
 	}
 	changes := plan.Changes()

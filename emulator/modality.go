@@ -228,17 +228,6 @@ func textFields(def *apiv1.CollectionDefinition) []string {
 	return out
 }
 
-// textOf renders a value of a TEXT field for indexing ("" = nothing).
-func textOf(v *apiv1.Value) string {
-	switch k := v.GetKind().(type) {
-	case *apiv1.Value_StringValue:
-		return k.StringValue
-	case *apiv1.Value_JsonValue:
-		return k.JsonValue
-	}
-	return ""
-}
-
 // textApplier turns document changes into text index ops.
 func textApplier(idx text.Engine, fields []string) func([]docstore.Change) error {
 	return func(changes []docstore.Change) error {
@@ -254,7 +243,7 @@ func textApplier(idx text.Engine, fields []string) func([]docstore.Change) error
 			slab = slab[len(fields):]
 			has := false
 			for i, f := range fields {
-				texts[i] = textOf(ch.New.Field(f))
+				texts[i] = ch.New.Text(f)
 				has = has || texts[i] != ""
 			}
 			if has {
@@ -365,10 +354,11 @@ func (n *numericColumn) setAll(field string, changes []docstore.Change) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.dirty = true
+	var sc docstore.Scratch
 	for _, ch := range changes {
 		var v *apiv1.Value
 		if ch.New != nil && !ch.New.Deleted {
-			v = ch.New.Field(field)
+			v = ch.New.FieldScratch(field, &sc)
 		}
 		if v == nil || !isNumericKind(v) {
 			delete(n.vals, ch.PK)
@@ -425,10 +415,11 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 	for field, col := range a.numeric {
 		col.setAll(field, changes)
 	}
+	var sc docstore.Scratch // valueKey copies what it keeps
 	for field, post := range a.keyword {
 		for _, ch := range changes {
 			if ch.Old != nil && !ch.Old.Deleted {
-				if k, ok := valueKey(ch.Old.Field(field)); ok {
+				if k, ok := valueKey(ch.Old.FieldScratch(field, &sc)); ok {
 					if set := post[k]; set != nil {
 						delete(set, ch.PK)
 						if len(set) == 0 {
@@ -438,7 +429,7 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 				}
 			}
 			if ch.New != nil && !ch.New.Deleted {
-				if k, ok := valueKey(ch.New.Field(field)); ok {
+				if k, ok := valueKey(ch.New.FieldScratch(field, &sc)); ok {
 					set := post[k]
 					if set == nil {
 						set = map[string]struct{}{}

@@ -7,6 +7,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 )
 
 // statusLocked builds the public status of a collection.
@@ -192,9 +193,10 @@ func (e *Emulator) Scan(ctx context.Context, collection string, filters []*apiv1
 		i++
 	}
 	var out []*apiv1.Document
+	var sc docstore.Scratch
 	for ; i < len(keys) && len(out) < limit; i++ {
 		ent, _ := c.docs.Get(keys[i])
-		if fs.match(ent) {
+		if fs.match(ent, &sc) {
 			out = append(out, &apiv1.Document{PrimaryKey: keys[i], Fields: ent.FieldMap(), CommitTs: ent.Version, SourcePartition: ent.Partition})
 		}
 	}

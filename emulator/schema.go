@@ -257,7 +257,13 @@ func projectDocs(old *docstore.Store, s *contract.Schema, removedParts []string)
 			out.Put(pk, ent)
 			return
 		}
-		ne := &docstore.Entry{Version: ent.Version, Fields: fields, Partition: ent.Partition}
+		// Compact in the new definition's layout (E45); the values
+		// passed CheckValue above, so encoding them cannot fail, and the
+		// map form would serve alike if it did.
+		ne, err := docstore.NewMapEntry(ent.Version, s.Layout, fields, ent.Partition)
+		if err != nil {
+			ne = &docstore.Entry{Version: ent.Version, Fields: fields, Partition: ent.Partition}
+		}
 		out.Put(pk, ne)
 		changes = append(changes, docstore.Change{PK: pk, Old: ent, New: ne})
 	})

@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 	"github.com/searchfabric/sfemu/emulator/text"
 	"github.com/searchfabric/sfemu/emulator/vector"
 )
@@ -101,9 +102,10 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		return nil, err
 	}
 	// A hit must be a live document that passes every filter.
+	var sc docstore.Scratch
 	accept := func(pk string) bool {
 		ent, ok := c.docs.Get(pk)
-		return ok && !ent.Deleted && fs.match(ent)
+		return ok && !ent.Deleted && fs.match(ent, &sc)
 	}
 	offset := int(req.GetOffset())
 	// needAll: the whole matching set is ranked (sorts by a field, cursors

@@ -182,21 +182,30 @@ func sortValues(ent *docstore.Entry, r cand, keys []sortKey) []*apiv1.Value {
 }
 
 // sortCands orders candidates by the keys, then primary key ascending.
+// Each candidate's values are decoded once and sorted along with it (no
+// map from key to values to look up twice per comparison).
 func sortCands(c *collection, ranked []cand, keys []sortKey) {
-	vals := make(map[string][]*apiv1.Value, len(ranked))
-	for _, r := range ranked {
-		ent, _ := c.docs.Get(r.pk)
-		vals[r.pk] = sortValues(ent, r, keys)
+	type keyed struct {
+		r    cand
+		vals []*apiv1.Value
 	}
-	sort.SliceStable(ranked, func(i, j int) bool {
-		a, b := vals[ranked[i].pk], vals[ranked[j].pk]
+	ks := make([]keyed, len(ranked))
+	for i, r := range ranked {
+		ent, _ := c.docs.Get(r.pk)
+		ks[i] = keyed{r, sortValues(ent, r, keys)}
+	}
+	sort.SliceStable(ks, func(i, j int) bool {
+		a, b := ks[i].vals, ks[j].vals
 		for n, k := range keys {
 			if x := keyCmp(a[n], b[n], k.desc); x != 0 {
 				return x < 0
 			}
 		}
-		return ranked[i].pk < ranked[j].pk
+		return ks[i].r.pk < ks[j].r.pk
 	})
+	for i := range ks {
+		ranked[i] = ks[i].r
+	}
 }
 
 // compareToCursor orders a candidate against a search_after cursor.
@@ -241,7 +250,7 @@ func highlighterFor(c *collection, req *apiv1.SearchRequest) (func(*docstore.Ent
 	return func(ent *docstore.Entry) map[string]string {
 		var out map[string]string
 		for _, f := range fields {
-			s := textOf(ent.Field(f))
+			s := ent.Text(f)
 			if s == "" {
 				continue
 			}

@@ -67,7 +67,7 @@ func (s *textSpill) spill(used, budget int64) error {
 		texts := make([]string, len(s.fields))
 		has := false
 		for i, f := range s.fields {
-			texts[i] = textOf(ent.Field(f))
+			texts[i] = ent.Text(f)
 			has = has || texts[i] != ""
 		}
 		if has {

@@ -73,11 +73,18 @@ type Schema struct {
 	Def    *apiv1.CollectionDefinition
 	Fields map[string]*apiv1.Field
 	PK     []*apiv1.Field
+	// Layout lists the definition's fields in order: the layout the
+	// emulator stores a canonical (fields map) row in (E45).
+	Layout *Layout
 }
 
 // NewSchema compiles a validated definition.
 func NewSchema(def *apiv1.CollectionDefinition) *Schema {
-	s := &Schema{Def: def, Fields: fieldMap(def)}
+	names := make([]string, 0, len(def.GetFields()))
+	for _, f := range def.GetFields() {
+		names = append(names, f.GetName())
+	}
+	s := &Schema{Def: def, Fields: fieldMap(def), Layout: NewLayout(names)}
 	for _, n := range def.GetPrimaryKey() {
 		s.PK = append(s.PK, s.Fields[n])
 	}

@@ -10,6 +10,7 @@ package docstore
 
 import (
 	"container/heap"
+	"fmt"
 	"sort"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
@@ -19,10 +20,11 @@ import (
 // Entry is the stored state of one primary key. Entries are immutable once
 // committed: a change replaces the pointer.
 //
-// A live entry's row image has one of two forms: Fields (a map, as the
-// canonical Mutation carries it) or Layout + Vals (positional, as the
-// in-process adapter hands rows over: no map per row to build, hash,
-// iterate and collect; E44). Readers go through Field, Range, NumFields
+// A live entry's row image has one of two forms: Layout + Row, the compact
+// row (E45: the values in layout order as one byte slice, what the
+// emulator keeps for every document it ingests or loads), or Fields, a map
+// as the canonical Mutation carries it (entries built by hand, e.g. in
+// tests). Readers go through Field, FieldScratch, Text, Range, NumFields
 // and FieldMap, which serve both forms alike.
 type Entry struct {
 	// Version is the commit_ts of the mutation that produced this state.
@@ -30,26 +32,126 @@ type Entry struct {
 	// Deleted marks a tombstone.
 	Deleted bool
 	// Fields is the row image of the map form (nil for tombstones and
-	// positional entries). Shared, read-only.
+	// compact entries). Shared, read-only.
 	Fields map[string]*apiv1.Value
-	// Layout and Vals are the positional form: Vals[i] is the value of
-	// Layout.Names[i], nil when the row does not carry that field.
-	// Shared, read-only.
+	// Layout names Row's slots; Row holds slot i's value encoded (see
+	// row.go), or an absent mark when the row does not carry the field.
+	// Shared, read-only: strings read from it alias its bytes.
 	Layout *contract.Layout
-	Vals   []*apiv1.Value
+	Row    []byte
 	// Partition is the source partition of the last upsert (E40).
 	Partition string
 }
 
-// Field returns the value of field name, nil when the row has none.
+// NewRowEntry is the compact live entry of vals (vals[i] is the value of
+// layout.Names[i], nil = not carried).
+func NewRowEntry(version uint64, layout *contract.Layout, vals []*apiv1.Value, partition string) (*Entry, error) {
+	row, err := EncodeRow(make([]byte, 0, rowSize(vals)), vals)
+	if err != nil {
+		return nil, err
+	}
+	return &Entry{Version: version, Layout: layout, Row: row, Partition: partition}, nil
+}
+
+// NewMapEntry is the compact live entry of a canonical fields map laid out
+// by layout, which must name every field of fields.
+func NewMapEntry(version uint64, layout *contract.Layout, fields map[string]*apiv1.Value, partition string) (*Entry, error) {
+	vals := make([]*apiv1.Value, len(layout.Names))
+	for name, v := range fields {
+		i := layout.Index(name)
+		if i < 0 {
+			return nil, fmt.Errorf("field %q is not in the layout", name)
+		}
+		if v == nil {
+			v = &apiv1.Value{} // a nil map value reads as an unset Value
+		}
+		vals[i] = v
+	}
+	return NewRowEntry(version, layout, vals, partition)
+}
+
+// rowSize is the exact length of the compact row of vals, so the row gets
+// its own exact-size allocation in one pass.
+func rowSize(vals []*apiv1.Value) int {
+	n := 0
+	for _, v := range vals {
+		switch k := v.GetKind().(type) {
+		case *apiv1.Value_StringValue:
+			n += 1 + uvarintLen(uint64(len(k.StringValue))) + len(k.StringValue)
+		case *apiv1.Value_JsonValue:
+			n += 1 + uvarintLen(uint64(len(k.JsonValue))) + len(k.JsonValue)
+		case *apiv1.Value_BytesValue:
+			n += 1 + uvarintLen(uint64(len(k.BytesValue))) + len(k.BytesValue)
+		case *apiv1.Value_VectorValue:
+			n += 1 + uvarintLen(uint64(len(k.VectorValue.GetValues()))) + 4*len(k.VectorValue.GetValues())
+		case *apiv1.Value_DoubleValue:
+			n += 9
+		case *apiv1.Value_Int64Value:
+			x := k.Int64Value
+			n += 1 + uvarintLen(uint64(x<<1)^uint64(x>>63)) // zigzag, as binary.AppendVarint
+		case *apiv1.Value_Uint64Value:
+			n += 1 + uvarintLen(k.Uint64Value)
+		case *apiv1.Value_BoolValue:
+			n += 2
+		default: // absent, null, unset
+			n++
+		}
+	}
+	return n
+}
+
+func uvarintLen(n uint64) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+// slotOf is the encoded slot of field name in a compact entry, nil when
+// the layout has no such field.
+func (e *Entry) slotOf(name string) []byte {
+	i := e.Layout.Index(name)
+	if i < 0 {
+		return nil
+	}
+	return slot(e.Row, i)
+}
+
+// Field returns the value of field name, nil when the row has none. For
+// a compact entry the Value is new (strings alias the row).
 func (e *Entry) Field(name string) *apiv1.Value {
+	return e.FieldScratch(name, nil)
+}
+
+// FieldScratch is Field, filling sc instead of allocating when sc is not
+// nil: the result is then valid until the next use of sc.
+func (e *Entry) FieldScratch(name string, sc *Scratch) *apiv1.Value {
 	if e.Layout == nil {
 		return e.Fields[name]
 	}
-	if i := e.Layout.Index(name); i >= 0 {
-		return e.Vals[i]
+	s := e.slotOf(name)
+	if s == nil {
+		return nil
 	}
-	return nil
+	return decodeSlot(s, sc)
+}
+
+// Text is the string or JSON text of field name ("" for anything else),
+// without materialising a Value.
+func (e *Entry) Text(name string) string {
+	if e.Layout == nil {
+		v := e.Fields[name]
+		if j, ok := v.GetKind().(*apiv1.Value_JsonValue); ok {
+			return j.JsonValue
+		}
+		return v.GetStringValue()
+	}
+	s := e.slotOf(name)
+	if s == nil || (s[0] != KindString && s[0] != KindJSON) {
+		return ""
+	}
+	return str(payload(s))
 }
 
 // NumFields is the number of fields the row carries.
@@ -58,45 +160,55 @@ func (e *Entry) NumFields() int {
 		return len(e.Fields)
 	}
 	n := 0
-	for _, v := range e.Vals {
-		if v != nil {
+	for off := 0; off < len(e.Row); off += slotLen(e.Row[off:]) {
+		if e.Row[off] != kindAbsent {
 			n++
 		}
 	}
 	return n
 }
 
-// Range calls fn for every field the row carries (map form: in no
-// particular order; positional: in layout order) until fn returns false.
-func (e *Entry) Range(fn func(name string, v *apiv1.Value) bool) {
+// RangeEncoded calls fn with the encoded value of every field a compact
+// row carries, in layout order, until fn returns false; it reports
+// whether the entry is compact (a map-form entry calls nothing).
+func (e *Entry) RangeEncoded(fn func(name string, enc []byte) bool) bool {
 	if e.Layout == nil {
-		for name, v := range e.Fields {
-			if !fn(name, v) {
-				return
-			}
+		return false
+	}
+	for i, off := 0, 0; off < len(e.Row); i++ {
+		n := slotLen(e.Row[off:])
+		if e.Row[off] != kindAbsent && !fn(e.Layout.Names[i], e.Row[off:off+n]) {
+			break
 		}
+		off += n
+	}
+	return true
+}
+
+// Range calls fn for every field the row carries (map form: in no
+// particular order; compact: in layout order) until fn returns false.
+func (e *Entry) Range(fn func(name string, v *apiv1.Value) bool) {
+	if e.RangeEncoded(func(name string, enc []byte) bool { return fn(name, decodeSlot(enc, nil)) }) {
 		return
 	}
-	for i, v := range e.Vals {
-		if v != nil && !fn(e.Layout.Names[i], v) {
+	for name, v := range e.Fields {
+		if !fn(name, v) {
 			return
 		}
 	}
 }
 
 // FieldMap is the row image as the canonical map (the API's Document
-// fields): the map form's own map, or a new map of the positional values
-// (the values are shared, not copied).
+// fields): the map form's own map, or a new map of the decoded values.
 func (e *Entry) FieldMap() map[string]*apiv1.Value {
 	if e.Layout == nil {
 		return e.Fields
 	}
-	m := make(map[string]*apiv1.Value, len(e.Vals))
-	for i, v := range e.Vals {
-		if v != nil {
-			m[e.Layout.Names[i]] = v
-		}
-	}
+	m := make(map[string]*apiv1.Value, len(e.Layout.Names))
+	e.Range(func(name string, v *apiv1.Value) bool {
+		m[name] = v
+		return true
+	})
 	return m
 }
 
@@ -219,9 +331,23 @@ func (b *Batch) Upsert(pk string, commitTs uint64, fields map[string]*apiv1.Valu
 }
 
 // UpsertRow is Upsert of a positional row: vals[i] is the value of
-// layout.Names[i] (nil = not carried).
-func (b *Batch) UpsertRow(pk string, commitTs uint64, layout *contract.Layout, vals []*apiv1.Value, partition string) bool {
-	return b.put(pk, &Entry{Version: commitTs, Layout: layout, Vals: vals, Partition: partition})
+// layout.Names[i] (nil = not carried). The row is stored compact (E45).
+func (b *Batch) UpsertRow(pk string, commitTs uint64, layout *contract.Layout, vals []*apiv1.Value, partition string) (bool, error) {
+	e, err := NewRowEntry(commitTs, layout, vals, partition)
+	if err != nil {
+		return false, err
+	}
+	return b.put(pk, e), nil
+}
+
+// UpsertMap is Upsert of a canonical fields map, stored compact (E45) in
+// layout (which names every field of fields).
+func (b *Batch) UpsertMap(pk string, commitTs uint64, layout *contract.Layout, fields map[string]*apiv1.Value, partition string) (bool, error) {
+	e, err := NewMapEntry(commitTs, layout, fields, partition)
+	if err != nil {
+		return false, err
+	}
+	return b.put(pk, e), nil
 }
 
 // put is the version guard and the plan of an upsert, with one lookup of

@@ -85,7 +85,7 @@ func TestE64_DamagedDocumentValueIsRefused(t *testing.T) {
 	}
 	defer db.Close()
 	_, err = db.Load(func(coll, pk string, e *docstore.Entry) error {
-		t.Fatalf("damaged document served: %s/%s = %v", coll, pk, e.Fields["title"])
+		t.Fatalf("damaged document served: %s/%s = %v", coll, pk, e.Field("title"))
 		return nil
 	})
 	var ce *ChecksumError
@@ -382,7 +382,7 @@ func TestE64_MigratesOlderFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := got["books/1"]; d == nil || d.Version != 4 || d.Fields["title"].GetStringValue() != "dune" {
+			if d := got["books/1"]; d == nil || d.Version != 4 || d.Field("title").GetStringValue() != "dune" {
 				t.Fatalf("document after migration: %+v", got)
 			}
 			if d := got["books/2"]; d == nil || !d.Deleted || d.Version != 5 {

@@ -145,6 +145,7 @@ func walk(tx *bolt.Tx, path string, v visitor) error {
 			return v.damaged(fmt.Errorf("storage: %s: collection %q: a value where its document bucket should be: %w", path, coll, errDamaged))
 		}
 		scope := docScope(coll)
+		var dec Decoder // rows of one collection share their layouts
 		return b.ForEach(func(k, val []byte) error {
 			pk, err := decodeDocKey(k)
 			if err != nil {
@@ -157,7 +158,7 @@ func walk(tx *bolt.Tx, path string, v visitor) error {
 			if err != nil {
 				return v.damaged(fmt.Errorf("storage: %s: collection %q key %q: %w", path, coll, pk, err))
 			}
-			e, err := DecodeEntry(payload)
+			e, err := dec.Decode(payload)
 			if err != nil {
 				return v.damaged(fmt.Errorf("storage: %s: collection %q key %q: %w (%w)", path, coll, pk, err, errDamaged))
 			}

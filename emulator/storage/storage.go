@@ -12,10 +12,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 	"github.com/searchfabric/sfemu/emulator/docstore"
 )
 
@@ -333,6 +334,10 @@ func decodeDocKey(k []byte) (string, error) {
 // tombstone, 'R' + a compact row encoding for a live document (written
 // without reflection: this runs for every row of every batch). Records of
 // the older protobuf form 'D' are still read.
+//
+// A compact entry's values are already encoded (E45): the record is its
+// header, then each carried field's name followed by the slot's bytes as
+// they are, the same bytes a map-form entry of those values encodes to.
 func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 	if e.Deleted {
 		dst = append(dst, recTombstone)
@@ -349,13 +354,23 @@ func EncodeEntry(dst []byte, e *docstore.Entry) ([]byte, error) {
 	dst = appendString(dst, e.Partition)
 	dst = binary.AppendUvarint(dst, uint64(e.NumFields()))
 	var err error
+	if e.RangeEncoded(func(name string, enc []byte) bool {
+		if !utf8.ValidString(name) {
+			err = fmt.Errorf("field name %q is not valid UTF-8", name)
+			return false
+		}
+		dst = append(appendString(dst, name), enc...)
+		return true
+	}) {
+		return dst, err
+	}
 	e.Range(func(name string, v *apiv1.Value) bool {
 		if !utf8.ValidString(name) {
 			err = fmt.Errorf("field name %q is not valid UTF-8", name)
 			return false
 		}
 		dst = appendString(dst, name)
-		if dst, err = appendValue(dst, v); err != nil {
+		if dst, err = docstore.AppendValue(dst, v); err != nil {
 			err = fmt.Errorf("field %q: %w", name, err)
 			return false
 		}
@@ -372,27 +387,19 @@ func entrySize(e *docstore.Entry) int {
 	if e.Deleted {
 		return 1 + binary.MaxVarintLen64
 	}
-	size := 1 + 3*binary.MaxVarintLen64 + len(e.Partition)
+	size := 1 + 3*binary.MaxVarintLen64 + len(e.Partition) + len(e.Row)
+	if e.RangeEncoded(func(name string, _ []byte) bool {
+		size += binary.MaxVarintLen64 + len(name)
+		return true
+	}) {
+		return size
+	}
 	e.Range(func(name string, v *apiv1.Value) bool {
 		size += binary.MaxVarintLen64 + len(name) + 1 + valueSize(v)
 		return true
 	})
 	return size
 }
-
-// Value kinds in the row encoding.
-const (
-	kindUnset byte = iota
-	kindNull
-	kindInt64
-	kindUint64
-	kindDouble
-	kindString
-	kindBytes
-	kindBool
-	kindJSON
-	kindVector
-)
 
 func valueSize(v *apiv1.Value) int {
 	switch k := v.GetKind().(type) {
@@ -411,48 +418,6 @@ func valueSize(v *apiv1.Value) int {
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
-}
-
-func appendValue(dst []byte, v *apiv1.Value) ([]byte, error) {
-	switch k := v.GetKind().(type) {
-	case nil:
-		return append(dst, kindUnset), nil
-	case *apiv1.Value_NullValue:
-		return append(dst, kindNull), nil
-	case *apiv1.Value_Int64Value:
-		return binary.AppendVarint(append(dst, kindInt64), k.Int64Value), nil
-	case *apiv1.Value_Uint64Value:
-		return binary.AppendUvarint(append(dst, kindUint64), k.Uint64Value), nil
-	case *apiv1.Value_DoubleValue:
-		return binary.LittleEndian.AppendUint64(append(dst, kindDouble), math.Float64bits(k.DoubleValue)), nil
-	case *apiv1.Value_StringValue:
-		if !utf8.ValidString(k.StringValue) {
-			return nil, errors.New("string value is not valid UTF-8")
-		}
-		return appendString(append(dst, kindString), k.StringValue), nil
-	case *apiv1.Value_BytesValue:
-		dst = binary.AppendUvarint(append(dst, kindBytes), uint64(len(k.BytesValue)))
-		return append(dst, k.BytesValue...), nil
-	case *apiv1.Value_BoolValue:
-		b := byte(0)
-		if k.BoolValue {
-			b = 1
-		}
-		return append(dst, kindBool, b), nil
-	case *apiv1.Value_JsonValue:
-		if !utf8.ValidString(k.JsonValue) {
-			return nil, errors.New("json value is not valid UTF-8")
-		}
-		return appendString(append(dst, kindJSON), k.JsonValue), nil
-	case *apiv1.Value_VectorValue:
-		vals := k.VectorValue.GetValues()
-		dst = binary.AppendUvarint(append(dst, kindVector), uint64(len(vals)))
-		for _, x := range vals {
-			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
-		}
-		return dst, nil
-	}
-	return nil, fmt.Errorf("unknown value kind %T", v.GetKind())
 }
 
 // rowReader decodes the row encoding; every read is bounds-checked and the
@@ -503,68 +468,30 @@ func (r *rowReader) text(what string) string {
 	return string(b)
 }
 
-func (r *rowReader) value() *apiv1.Value {
-	kb := r.bytes(1)
+// value checks the encoded value at the reader's offset and returns its
+// bytes.
+func (r *rowReader) value() []byte {
 	if r.err != nil {
 		return nil
 	}
-	v := &apiv1.Value{}
-	switch kb[0] {
-	case kindUnset:
-	case kindNull:
-		v.Kind = &apiv1.Value_NullValue{NullValue: true}
-	case kindInt64:
-		x, n := binary.Varint(r.b[r.off:])
-		if n <= 0 {
-			r.fail("bad varint")
-			return nil
-		}
-		r.off += n
-		v.Kind = &apiv1.Value_Int64Value{Int64Value: x}
-	case kindUint64:
-		v.Kind = &apiv1.Value_Uint64Value{Uint64Value: r.uvarint()}
-	case kindDouble:
-		b := r.bytes(8)
-		if r.err != nil {
-			return nil
-		}
-		v.Kind = &apiv1.Value_DoubleValue{DoubleValue: math.Float64frombits(binary.LittleEndian.Uint64(b))}
-	case kindString:
-		v.Kind = &apiv1.Value_StringValue{StringValue: r.text("string value")}
-	case kindBytes:
-		v.Kind = &apiv1.Value_BytesValue{BytesValue: append([]byte(nil), r.bytes(r.uvarint())...)}
-	case kindBool:
-		b := r.bytes(1)
-		if r.err != nil {
-			return nil
-		}
-		if b[0] > 1 {
-			r.fail(fmt.Sprintf("bool byte %d", b[0]))
-			return nil
-		}
-		v.Kind = &apiv1.Value_BoolValue{BoolValue: b[0] == 1}
-	case kindJSON:
-		v.Kind = &apiv1.Value_JsonValue{JsonValue: r.text("json value")}
-	case kindVector:
-		n := r.uvarint()
-		raw := r.bytes(n * 4)
-		if r.err != nil || n > uint64(len(r.b)) {
-			r.fail("vector length")
-			return nil
-		}
-		vals := make([]float32, n)
-		for i := range vals {
-			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-		v.Kind = &apiv1.Value_VectorValue{VectorValue: &apiv1.FloatVector{Values: vals}}
-	default:
-		r.fail(fmt.Sprintf("unknown value kind %d", kb[0]))
+	n, err := docstore.ValueLen(r.b[r.off:])
+	if err != nil {
+		r.fail(err.Error())
 		return nil
 	}
-	return v
+	return r.bytes(uint64(n))
 }
 
-func decodeRow(b []byte) (*docstore.Entry, error) {
+// Decoder turns stored document records into entries. It keeps the
+// layout of the last row it decoded: the rows of one table shape share
+// one layout (E45) instead of each building its own.
+type Decoder struct {
+	layout *contract.Layout
+	names  []string
+	row    docstore.RowBuilder
+}
+
+func (d *Decoder) decodeRow(b []byte) (*docstore.Entry, error) {
 	r := &rowReader{b: b, off: 1}
 	e := &docstore.Entry{Version: r.uvarint(), Partition: r.text("partition")}
 	n := r.uvarint()
@@ -574,15 +501,17 @@ func decodeRow(b []byte) (*docstore.Entry, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	e.Fields = make(map[string]*apiv1.Value, n)
+	d.names = d.names[:0]
+	d.row.Reset()
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		name := r.text("field name")
+		nb := r.bytes(r.uvarint())
+		if r.err == nil && !utf8.Valid(nb) {
+			r.fail("field name is not valid UTF-8")
+		}
 		v := r.value()
 		if r.err == nil {
-			if _, dup := e.Fields[name]; dup {
-				r.fail(fmt.Sprintf("duplicate field %q", name))
-			}
-			e.Fields[name] = v
+			d.names = append(d.names, string(nb))
+			d.row.Add(v)
 		}
 	}
 	if r.err == nil && r.off != len(b) {
@@ -591,12 +520,37 @@ func decodeRow(b []byte) (*docstore.Entry, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if d.layout == nil || !slices.Equal(d.layout.Names, d.names) {
+		l := contract.NewLayout(d.names)
+		if !distinct(l, d.names) {
+			return nil, fmt.Errorf("storage: bad row record: duplicate field name")
+		}
+		d.layout = l
+	}
+	e.Layout, e.Row = d.layout, d.row.Row()
 	return e, nil
+}
+
+// distinct reports whether every name of names has its own slot in l (a
+// repeated name maps to one of its positions only).
+func distinct(l *contract.Layout, names []string) bool {
+	for i, n := range names {
+		if l.Index(n) != i {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeEntry parses a record written by EncodeEntry (or the older 'D'
 // protobuf form).
 func DecodeEntry(b []byte) (*docstore.Entry, error) {
+	var d Decoder
+	return d.Decode(b)
+}
+
+// Decode is DecodeEntry, sharing layouts with the rows decoded before.
+func (d *Decoder) Decode(b []byte) (*docstore.Entry, error) {
 	if len(b) == 0 {
 		return nil, errors.New("storage: empty document record")
 	}
@@ -608,7 +562,7 @@ func DecodeEntry(b []byte) (*docstore.Entry, error) {
 		}
 		return &docstore.Entry{Version: v, Deleted: true}, nil
 	case recRow:
-		return decodeRow(b)
+		return d.decodeRow(b)
 	case recLive:
 		var doc apiv1.Document
 		if err := proto.Unmarshal(b[1:], &doc); err != nil {

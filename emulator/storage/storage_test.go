@@ -67,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	if r := snap.Idempotency[string(IdempotencyKey("cl", "key"))]; r.Digest[0] != 1 || !bytes.Equal(r.Response, []byte("resp")) {
 		t.Fatalf("idem %+v", r)
 	}
-	if d := docs["c/k1"]; d == nil || d.Version != 5 || d.Partition != "table:1" || d.Fields["a"].GetStringValue() != "x" {
+	if d := docs["c/k1"]; d == nil || d.Version != 5 || d.Partition != "table:1" || d.Field("a").GetStringValue() != "x" {
 		t.Fatalf("live doc %+v", d)
 	}
 	if d := docs["c/k2"]; d == nil || !d.Deleted || d.Version != 6 {
@@ -124,18 +124,18 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encode of decoded %x: %v", b, err)
 		}
 		again, err := DecodeEntry(enc)
-		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted || again.Partition != e.Partition || len(again.Fields) != len(e.Fields) {
+		if err != nil || again.Version != e.Version || again.Deleted != e.Deleted || again.Partition != e.Partition || len(again.FieldMap()) != len(e.FieldMap()) {
 			t.Fatalf("re-encode of %x: %+v vs %+v (%v)", b, again, e, err)
 		}
-		for name, v := range e.Fields {
+		for name, v := range e.FieldMap() {
 			// The row form keeps values, not unknown protobuf fields of
 			// legacy 'D' records.
 			v.ProtoReflect().SetUnknown(nil)
 			if vv := v.GetVectorValue(); vv != nil {
 				vv.ProtoReflect().SetUnknown(nil)
 			}
-			if !proto.Equal(v, again.Fields[name]) {
-				t.Fatalf("field %q: %v vs %v", name, v, again.Fields[name])
+			if !proto.Equal(v, again.Field(name)) {
+				t.Fatalf("field %q: %v vs %v", name, v, again.Field(name))
 			}
 		}
 	})
@@ -177,12 +177,12 @@ func TestRowEncodingAllKinds(t *testing.T) {
 		t.Fatalf("encode: %v", err)
 	}
 	got, err := DecodeEntry(enc)
-	if err != nil || got.Version != 9 || got.Partition != "table:2" || len(got.Fields) != len(e.Fields) {
+	if err != nil || got.Version != 9 || got.Partition != "table:2" || len(got.FieldMap()) != len(e.Fields) || got.Layout == nil {
 		t.Fatalf("decode: %+v %v", got, err)
 	}
 	for name, v := range e.Fields {
-		if !proto.Equal(v, got.Fields[name]) {
-			t.Fatalf("field %q: %v vs %v", name, v, got.Fields[name])
+		if !proto.Equal(v, got.Field(name)) {
+			t.Fatalf("field %q: %v vs %v", name, v, got.Field(name))
 		}
 	}
 	for i := 1; i < len(enc); i++ {
