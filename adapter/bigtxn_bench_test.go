@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,14 +42,7 @@ import (
 // spill on 2 cores) are about the adapter: compare them with quota-peak,
 // heap/RSS growth minus the upstream's share, and 1/pipeline-cpu.
 func BenchmarkRS_BigTransaction(b *testing.B) {
-	quota := int64(256 << 20)
-	if n := os.Getenv("SFEMU_BIGTXN_BENCH_QUOTA_MIB"); n != "" {
-		mib, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || mib <= 0 {
-			b.Fatalf("SFEMU_BIGTXN_BENCH_QUOTA_MIB=%q: want a positive number of MiB", n)
-		}
-		quota = mib << 20
-	}
+	quota := benchQuota(b)
 	r := newBigTxnRig(b, quota)
 	txn := r.buildBigTxn(b, 1, int64(b.N), 8)
 	runtime.GC()
@@ -84,6 +78,20 @@ func BenchmarkRS_BigTransaction(b *testing.B) {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
+// benchQuota is the big-transaction benchmarks' memory quota: 256 MiB, or
+// SFEMU_BIGTXN_BENCH_QUOTA_MIB.
+func benchQuota(b *testing.B) int64 {
+	n := os.Getenv("SFEMU_BIGTXN_BENCH_QUOTA_MIB")
+	if n == "" {
+		return 256 << 20
+	}
+	mib, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || mib <= 0 {
+		b.Fatalf("SFEMU_BIGTXN_BENCH_QUOTA_MIB=%q: want a positive number of MiB", n)
+	}
+	return mib << 20
+}
+
 // onOneThread runs f locked to one OS thread and returns the CPU seconds
 // that thread spent in it (0 where per-thread CPU is unknown).
 func onOneThread(f func()) float64 {
@@ -109,17 +117,26 @@ func heapObjects() uint64 {
 }
 
 // watchHeap samples heapObjects every 10 ms until the returned function
-// is called; that returns the peak.
+// is called; that returns the peak. With SFEMU_BIGTXN_PEAK_PROFILE set to
+// a file, a heap profile (live objects as of the last GC, by allocation
+// site) is written there whenever the peak grew by 1/16 since the last
+// one: the last is the heap at about the peak.
 func watchHeap() func() uint64 {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	profile := os.Getenv("SFEMU_BIGTXN_PEAK_PROFILE")
+	var profiled uint64
 	go func() {
 		defer wg.Done()
 		for {
 			if v := heapObjects(); v > peak.Load() {
 				peak.Store(v)
+				if profile != "" && v > profiled+profiled/16 {
+					profiled = v
+					writeHeapProfile(profile)
+				}
 			}
 			select {
 			case <-stop:
@@ -131,16 +148,27 @@ func watchHeap() func() uint64 {
 	return func() uint64 { close(stop); wg.Wait(); return peak.Load() }
 }
 
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	_ = pprof.WriteHeapProfile(f)
+	_ = f.Close()
+}
+
 // resetPeakRSS resets the kernel's peak RSS (VmHWM) of this process, so
 // peakRSS measures from here (Linux; a no-op elsewhere).
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // peakRSS is VmHWM in bytes, currentRSS VmRSS (0 when unknown).
-func peakRSS() int64    { return procStatus("VmHWM:") }
-func currentRSS() int64 { return procStatus("VmRSS:") }
+func peakRSS() int64    { return procStatus("self", "VmHWM:") }
+func currentRSS() int64 { return procStatus("self", "VmRSS:") }
 
-func procStatus(field string) int64 {
-	raw, err := os.ReadFile("/proc/self/status")
+// procStatus reads a field of /proc/<pid>/status in bytes (Linux; 0
+// elsewhere).
+func procStatus(pid, field string) int64 {
+	raw, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

@@ -21,6 +21,12 @@ type EmbeddedConfig struct {
 	ResolvedTsInterval time.Duration
 	// Logf receives the MySQL front's connection log lines.
 	Logf func(format string, args ...any)
+	// LockTTL is the TTL of the locks transactions write (default: the
+	// cluster's, 3 s). The fake sends no TTL heartbeats, so a transaction
+	// that takes longer than it from BEGIN to COMMIT (a bulk load of a
+	// million rows) needs a longer one, or a CDC client's lock resolver
+	// may roll it back.
+	LockTTL time.Duration
 }
 
 // Embedded is a whole embedded upstream on the wall clock: the cluster,
@@ -39,7 +45,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if iv <= 0 {
 		iv = 50 * time.Millisecond
 	}
-	c, err := fakeupstream.New(fakeupstream.Config{Seed: cfg.Seed, RealClock: true,
+	c, err := fakeupstream.New(fakeupstream.Config{Seed: cfg.Seed, RealClock: true, LockTTLMs: uint64(cfg.LockTTL.Milliseconds()),
 		Feed: cdcfeed.Config{ResolvedTsIntervalMs: iv.Milliseconds()}})
 	if err != nil {
 		return nil, err

@@ -35,12 +35,13 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("sfemu-upstream", flag.ContinueOnError)
 	mysqlAddr := fs.String("mysql-addr", "127.0.0.1:0", "address of the MySQL front (port 0 picks one; TiDB's is 4000)")
 	seed := fs.Int64("seed", 1, "seed of the cluster's random choices")
+	lockTTL := fs.Duration("lock-ttl", 0, "TTL of the locks transactions write (0: the cluster's 3s); raise it for transactions that take longer from BEGIN to COMMIT, which the fake does not heartbeat")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	up, err := mysqlfront.StartEmbedded(ctx, mysqlfront.EmbeddedConfig{Seed: *seed, MySQLAddr: *mysqlAddr})
+	up, err := mysqlfront.StartEmbedded(ctx, mysqlfront.EmbeddedConfig{Seed: *seed, MySQLAddr: *mysqlAddr, LockTTL: *lockTTL})
 	if err != nil {
 		log.Printf("sfemu-upstream: %v", err)
 		return 1
