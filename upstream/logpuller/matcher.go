@@ -1,10 +1,12 @@
 package logpuller
 
 import (
+	"fmt"
 	"math/bits"
-	"unsafe"
 
 	"github.com/pingcap/kvproto/pkg/cdcpb"
+
+	"github.com/searchfabric/sfemu/internal/invariants"
 )
 
 type matchKey struct {
@@ -20,17 +22,25 @@ type cachedPrewrite struct {
 
 // matcher pairs PREWRITE and COMMIT rows of one region subscription. It is
 // reset on every re-subscription (a new regionState gets a new matcher).
-// Prewrites live in memory (unmatched) or, past the memory quota, in runs
+// Prewrites live in memory (held) or, past the memory quota, in runs
 // (LP13-LP16); a key's copies are resolved by lookup.
 type matcher struct {
-	unmatched       map[matchKey]cachedPrewrite
+	held            prewriteTable
 	cachedCommits   []*cdcpb.Event_Row
 	cachedRollbacks []*cdcpb.Event_Row
-	bytes           int // payload bytes held in memory, charged against the quotas
+	bytes           int // heap bytes of held (its bytes), charged against the quotas
 
 	runs []*spilledRun // finished runs, oldest first
 	tail *runBuilder   // the open run prewrites go to when memory is full
 	hits []runHit      // scratch of lookup
+
+	// Where the last prewriteDelta or lookup found its key in held:
+	// the key's hash, its slot, and the entry (-1: not held). putPrewrite
+	// and take use them instead of hashing and probing again.
+	at struct {
+		h        uint64
+		slot, in int
+	}
 }
 
 type runHit struct {
@@ -39,18 +49,7 @@ type runHit struct {
 	rec *PrewriteRecord
 }
 
-func newMatcher() *matcher {
-	return &matcher{unmatched: make(map[matchKey]cachedPrewrite)}
-}
-
-// heldCost is what a held prewrite costs the heap (LP13, measured by
-// TestLP17_MatcherChargeMatchesTheHeap): its one allocation of key, value
-// and old value at the allocator's size, plus its map slot. A slot is 72
-// bytes of key and value and a control byte; Go's map keeps 7/16 to 7/8
-// of its slots full, so a held entry costs ~120 bytes of map on average.
-func heldCost(payload int) int { return allocSize(payload) + matcherSlotBytes }
-
-const matcherSlotBytes = 120
+func newMatcher() *matcher { return &matcher{} }
 
 // allocSize approximates the heap bytes of an allocation of n bytes: Go's
 // size classes are 8 or 16 bytes apart up to 256 and about 1/8 of the
@@ -70,57 +69,49 @@ func allocSize(n int) int {
 	return (n + step - 1) &^ (step - 1)
 }
 
-func rowCost(r *cdcpb.Event_Row) int { return heldCost(len(r.Key) + len(r.Value) + len(r.OldValue)) }
-
-func entryCost(k matchKey, p cachedPrewrite) int {
-	return heldCost(len(k.key) + len(p.value) + len(p.oldValue))
-}
-
-// prewriteDelta is the change in held bytes putPrewrite would make; ignore
-// is set for a "fake" prewrite with an empty value (txn heartbeat,
-// pessimistic lock refresh) over a held one, which changes nothing.
+// prewriteDelta is the change in held bytes putPrewrite would make (the
+// row's copy, and the table's growth for a new entry; LP13); ignore is
+// set for a "fake" prewrite with an empty value (txn heartbeat,
+// pessimistic lock refresh) over a held one, which changes nothing. It
+// hashes the key once; putPrewrite reuses the probe.
 func (m *matcher) prewriteDelta(r *cdcpb.Event_Row) (delta int, ignore bool) {
-	// Looked up without converting the key (no allocation).
-	old, exists := m.unmatched[matchKey{startTs: r.StartTs, key: string(r.Key)}]
-	if exists && len(r.Value) == 0 {
+	k := matchKey{startTs: r.StartTs, key: bytesView(r.Key)} // a view: no allocation
+	m.at.h = keyHash(k)
+	m.at.slot, m.at.in = m.held.find(m.at.h, k.startTs, k.key)
+	payload := allocSize(len(r.Key) + len(r.Value) + len(r.OldValue))
+	if m.at.in < 0 {
+		return payload + m.held.growth(), false
+	}
+	if len(r.Value) == 0 {
 		return 0, true
 	}
-	delta = rowCost(r)
-	if exists {
-		delta -= heldCost(len(r.Key) + len(old.value) + len(old.oldValue))
-	}
-	return delta, false
+	return payload - allocSize(m.held.entry(m.at.in).payload()), false
 }
 
 // putPrewrite caches a PREWRITE in memory: delta is what prewriteDelta
-// returned for it (not ignored) and the caller admitted (one map lookup
-// per prewrite fewer than asking again). It returns delta.
+// just returned for it (not ignored) and the caller admitted. It returns
+// delta.
 func (m *matcher) putPrewrite(r *cdcpb.Event_Row, delta int) int {
-	key, p := copyPrewrite(r)
-	m.unmatched[matchKey{startTs: r.StartTs, key: key}] = p
+	var got int
+	if m.at.in >= 0 {
+		got = m.held.replace(m.at.in, r)
+	} else {
+		got = m.held.insert(m.at.h, m.at.slot, r)
+	}
+	if invariants.Enabled && got != delta {
+		panic(fmt.Sprintf("logpuller invariant (LP13) broken: matcher put %d bytes, charged %d", got, delta))
+	}
 	m.bytes += delta
 	return delta
 }
 
-// copyPrewrite copies the row's key, value and old value into one
-// allocation: the key comes back as a string (the map key) sharing those
-// bytes, which are never written again. Nil stays nil.
-func copyPrewrite(r *cdcpb.Event_Row) (string, cachedPrewrite) {
-	nk, nv := len(r.Key), len(r.Value)
-	buf := make([]byte, 0, nk+nv+len(r.OldValue))
-	buf = append(append(append(buf, r.Key...), r.Value...), r.OldValue...)
-	var key string
-	if nk > 0 {
-		key = unsafe.String(&buf[0], nk)
-	}
-	var p cachedPrewrite
-	if r.Value != nil {
-		p.value = buf[nk : nk+nv : nk+nv]
-	}
-	if r.OldValue != nil {
-		p.oldValue = buf[nk+nv:]
-	}
-	return key, p
+// unhold drops the held entry the last lookup found and returns the
+// bytes freed.
+func (m *matcher) unhold() int {
+	freed := m.held.remove(m.at.slot, m.at.in)
+	m.bytes -= freed
+	m.at.in = -1
+	return freed
 }
 
 // copyRecord copies a spilled record's value and old value out of the
@@ -144,15 +135,21 @@ func copyRecord(rec *PrewriteRecord) cachedPrewrite {
 // value wins (memory is newer than every run, a later run newer than an
 // earlier one), else the oldest copy (an empty prewrite never replaces
 // one held before it, with or without a value). It fills m.hits with
-// every copy on disk.
+// every copy on disk, and m.at with where k is held in memory.
 func (m *matcher) lookup(k matchKey) (p cachedPrewrite, found bool, err error) {
 	m.hits = m.hits[:0]
-	mem, inMem := m.unmatched[k]
+	h := keyHash(k)
+	m.at.h = h
+	m.at.slot, m.at.in = m.held.find(h, k.startTs, k.key)
+	inMem := m.at.in >= 0
+	var mem cachedPrewrite
+	if inMem {
+		mem = m.held.entry(m.at.in).prewrite()
+	}
 	if inMem && len(mem.value) > 0 && len(m.runs) == 0 {
 		return mem, true, nil
 	}
 	if len(m.runs) > 0 {
-		h := keyHash(k)
 		for i := len(m.runs) - 1; i >= 0; i-- {
 			n, rec, err := m.runs[i].find(k, h)
 			if err != nil {

@@ -52,7 +52,7 @@ func (p *SpanPuller) holdPrewrite(st *regionState, r *cdcpb.Event_Row) (*RegionR
 	if p.mm.Store == nil {
 		return p.FailRegion(st.regionID, RetryMatcherQuota, nil), nil
 	}
-	if len(st.m.unmatched) > 0 {
+	if st.m.held.n > 0 {
 		if err := p.spillMemory(st); err != nil {
 			return nil, p.spillFatal(st, err)
 		}
@@ -129,13 +129,17 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 	if err := p.finishTail(st); err != nil {
 		return err
 	}
-	keys := make([]matchKey, 0, len(m.unmatched))
+	// The entries sorted by (start_ts, key); their keys are views of the
+	// table's copies, which live until it is dropped below.
+	held := make([]*heldEntry, 0, m.held.n)
 	var cost int64
-	for k, e := range m.unmatched {
-		keys = append(keys, k)
-		cost += int64(len(k.key)+len(e.value)+len(e.oldValue)) + spillRecordOverhead
-	}
-	slices.SortFunc(keys, compareKey)
+	m.held.each(func(e *heldEntry) {
+		held = append(held, e)
+		cost += int64(e.payload()) + spillRecordOverhead
+	})
+	slices.SortFunc(held, func(a, b *heldEntry) int {
+		return compareKey(matchKey{startTs: a.startTs, key: a.key()}, matchKey{startTs: b.startTs, key: b.key()})
+	})
 	if err := p.chargeDisk(st.regionID, cost); err != nil {
 		return err
 	}
@@ -144,11 +148,11 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 		p.releaseDisk(cost)
 		return err
 	}
-	b := newRunBuilder(w, len(keys))
+	b := newRunBuilder(w, len(held))
 	var rec PrewriteRecord
-	for _, k := range keys {
-		e := m.unmatched[k]
-		rec = PrewriteRecord{StartTs: k.startTs, Key: []byte(k.key), Value: e.value, OldValue: e.oldValue}
+	for _, e := range held {
+		k, pw := matchKey{startTs: e.startTs, key: e.key()}, e.prewrite()
+		rec = PrewriteRecord{StartTs: k.startTs, Key: []byte(k.key), Value: pw.value, OldValue: pw.oldValue}
 		if err := b.append(&rec, k); err != nil {
 			_ = w.Abort()
 			p.releaseDisk(cost)
@@ -164,12 +168,11 @@ func (p *SpanPuller) spillMemory(st *regionState) error {
 	m.runs = append(m.runs, run)
 	p.chargeIndex(run)
 	p.stats.SpillRuns++
-	p.stats.SpilledPrewrites += uint64(len(keys))
+	p.stats.SpilledPrewrites += uint64(len(held))
 	p.release(m.bytes)
 	m.bytes = 0
-	// A new map: clear keeps the slots (Go maps never shrink), which
-	// would stay on the heap uncharged.
-	m.unmatched = make(map[matchKey]cachedPrewrite)
+	// Everything the table held goes: the charge given back is its heap.
+	m.held = prewriteTable{}
 	return nil
 }
 
@@ -206,10 +209,8 @@ func (p *SpanPuller) appendTail(st *regionState, r *cdcpb.Event_Row) error {
 		m.tail = nil
 		return err
 	}
-	if old, ok := m.unmatched[k]; ok {
-		delete(m.unmatched, k)
-		m.bytes -= entryCost(k, old)
-		p.release(entryCost(k, old))
+	if m.at.slot, m.at.in = m.held.find(keyHash(k), k.startTs, k.key); m.at.in >= 0 {
+		p.release(m.unhold())
 	}
 	p.stats.SpilledPrewrites++
 	return nil
@@ -264,10 +265,8 @@ func (p *SpanPuller) take(st *regionState, k matchKey, allowEmpty bool) (cachedP
 	if !found || (!allowEmpty && len(e.value) == 0) {
 		return e, false, nil
 	}
-	if old, ok := m.unmatched[k]; ok {
-		delete(m.unmatched, k)
-		m.bytes -= entryCost(k, old)
-		p.release(entryCost(k, old))
+	if m.at.in >= 0 {
+		p.release(m.unhold())
 	}
 	if len(m.hits) > 0 {
 		p.stats.MatchedFromDisk++

@@ -52,8 +52,9 @@ func TestLP17_DeliveredSetBytesMatchTheHeap(t *testing.T) {
 }
 
 // LP13/LP17: what the matcher is charged for held prewrites is their heap
-// bytes (the map's slots at its load, the copied key and values), within
-// 15 %: measured as the heap's growth while a region holds n prewrites.
+// bytes (the table's index and entry chunks, the copied keys and values),
+// within 15 %: measured as the heap's growth while a region holds n
+// prewrites.
 func TestLP17_MatcherChargeMatchesTheHeap(t *testing.T) {
 	for _, n := range []int{5_000, 20_000, 50_000, 100_000, 200_000} {
 		mem := mustQuota(t, "memory-quota", 1<<40)

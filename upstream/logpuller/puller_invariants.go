@@ -30,8 +30,8 @@ func (p *SpanPuller) checkHeld() {
 	sum := 0
 	var disk int64
 	for id, st := range p.regions {
-		if st.m.bytes < 0 || (len(st.m.unmatched) == 0 && st.m.bytes != 0) {
-			panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher holds %d bytes in %d entries", id, st.m.bytes, len(st.m.unmatched)))
+		if st.m.bytes < 0 || st.m.bytes != st.m.held.bytes || (st.m.held.n == 0 && st.m.bytes != 0) {
+			panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher holds %d bytes (its table %d) in %d entries", id, st.m.bytes, st.m.held.bytes, st.m.held.n))
 		}
 		sum += st.m.bytes
 		for _, r := range st.m.runs {
@@ -52,14 +52,30 @@ func (p *SpanPuller) checkHeld() {
 	}
 }
 
-// checkMatcher recounts one matcher's bytes from its entries (a scan of
-// the matcher: done when a region is dropped, not on every row).
+// checkMatcher recounts one matcher's bytes from its table (a scan of
+// the table: done when a region is dropped, not on every row) and checks
+// that every held entry is found through the index (LP11, LP13).
 func checkMatcher(regionID uint64, m *matcher) {
-	n := 0
-	for k, e := range m.unmatched {
-		n += entryCost(k, e)
+	t := &m.held
+	n := allocSize(8*len(t.slots)) + allocSize(cap(t.spare)*heldEntrySize)
+	for _, c := range t.chunks {
+		n += allocSize(cap(c) * heldEntrySize)
 	}
-	if n != m.bytes {
-		panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher counts %d bytes, its entries hold %d", regionID, m.bytes, n))
+	entries, used := 0, 0
+	for _, w := range t.slots {
+		if w != 0 {
+			used++
+		}
+	}
+	t.each(func(e *heldEntry) {
+		n += allocSize(e.payload())
+		if _, i := t.find(uint64(e.tag), e.startTs, e.key()); i != entries {
+			panic(fmt.Sprintf("logpuller invariant (LP13) broken: region %d matcher entry %d found at %d", regionID, entries, i))
+		}
+		entries++
+	})
+	if n != m.bytes || n != t.bytes || entries != t.n || used != t.n {
+		panic(fmt.Sprintf("logpuller invariant (LP11) broken: region %d matcher counts %d bytes (table %d), its table holds %d in %d entries (%d counted, %d slots used)",
+			regionID, m.bytes, t.bytes, n, entries, t.n, used))
 	}
 }
