@@ -67,6 +67,6 @@ func TestInvariantsCatchBrokenFrontier(t *testing.T) {
 		mustHandle(t, p, rowsEv(1, 100, initialized(), prewrite(5, 20, "v", "")))
 		p.regions[1].m.bytes--
 		p.heldBytes--
-		mustPanicWith(t, "its entries hold", func() { p.FailRegion(1, RetryStreamFailure, nil) })
+		mustPanicWith(t, "its table holds", func() { p.FailRegion(1, RetryStreamFailure, nil) })
 	})
 }
