@@ -286,11 +286,13 @@ func vectorConfig(def *apiv1.CollectionDefinition) string {
 // of the index: the document stays readable, it just is not a neighbour.
 func vectorApplier(fields []*vectorField) func([]docstore.Change) error {
 	return func(changes []docstore.Change) error {
+		var buf []float32 // the index copies a vector it stores (E45: no Value per row)
 		for _, vf := range fields {
 			for _, ch := range changes {
 				var vec []float32
 				if ch.New != nil && !ch.New.Deleted {
-					vec = ch.New.Field(vf.name).GetVectorValue().GetValues()
+					vec = ch.New.Vector(vf.name, buf)
+					buf = vec
 				}
 				if vec == nil {
 					vf.idx.Delete(ch.PK)

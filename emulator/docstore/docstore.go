@@ -10,7 +10,9 @@ package docstore
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
@@ -152,6 +154,30 @@ func (e *Entry) Text(name string) string {
 		return ""
 	}
 	return str(payload(s))
+}
+
+// Vector is the vector of field name appended to buf[:0] (nil when the
+// field holds no vector): an indexer that copies what it is given reads a
+// vector per row without allocating one.
+func (e *Entry) Vector(name string, buf []float32) []float32 {
+	if e.Layout == nil {
+		vv := e.Fields[name].GetVectorValue()
+		if vv == nil {
+			return nil
+		}
+		return append(buf[:0], vv.GetValues()...)
+	}
+	s := e.slotOf(name)
+	if s == nil || s[0] != KindVector {
+		return nil
+	}
+	n, w := binary.Uvarint(s[1:])
+	raw := s[1+w:]
+	out := buf[:0]
+	for i := 0; i < int(n); i++ {
+		out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+	}
+	return out
 }
 
 // NumFields is the number of fields the row carries.

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,9 @@ func TestE45_CompactRowReadsBackEveryValue(t *testing.T) {
 			wantText := want.GetStringValue()
 			if j, ok := want.GetKind().(*apiv1.Value_JsonValue); ok {
 				wantText = j.JsonValue
+			}
+			if w, g := want.GetVectorValue().GetValues(), e.Vector(names[i], make([]float32, 3)); len(w) > 0 && !slices.Equal(w, g) || len(w) == 0 && len(g) != 0 {
+				t.Fatalf("seed %d: vector of %q: %v, want %v", seed, names[i], g, w)
 			}
 			if e.Text(names[i]) != wantText {
 				t.Fatalf("seed %d: text of %q: %q, want %q", seed, names[i], e.Text(names[i]), wantText)
