@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"sort"
 	"strings"
@@ -474,4 +475,128 @@ func TestSearchAfterUnderUpdatesE76(t *testing.T) {
 		t.Fatalf("seed %d: %d keys for %d documents", seed, len(got), n)
 	}
 	t.Logf("seed %d: %d pages while %d update batches ran", seed, (n+249)/250, updates)
+}
+
+// fusionLeg is one leg of a hybrid search as its single-leg search ranks it.
+type fusionLeg struct {
+	pks    []string
+	scores map[string]float64 // text: BM25; vector: distance
+}
+
+// E74: hybrid text+vector against a reference fused from the two legs as
+// the single-leg searches rank them: reciprocal rank fusion (k = 60) and
+// the weighted sum of min-max normalised scores (distance inverted; the
+// weights default to 0.5 each), each over the first max(4 * (offset +
+// limit), 50) hits of each leg, ties by primary key; filters apply to both
+// legs and total is the union of the legs' matching sets.
+func TestHybridFusionReferenceE74(t *testing.T) {
+	seed := testSeed(t)
+	docs := shopDocs(seed, 300)
+	e := openMem(t, Options{})
+	loadShop(t, e, docs)
+	text := &apiv1.TextQuery{Query: "wireless speaker"}
+	vec := &apiv1.VectorQuery{Field: "emb", Vector: []float32{2, 1}}
+	inStock := []*apiv1.Filter{{Field: "stock", Op: apiv1.FilterOp_FILTER_OP_GTE, Value: val(5)}}
+	legOf := func(req *apiv1.SearchRequest, distance bool) fusionLeg {
+		req.Collection, req.Limit, req.KeysOnly = "shop", MaxSearchLimit, true
+		r, err := e.Search(bg, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := fusionLeg{scores: map[string]float64{}}
+		for _, h := range r.GetHits() {
+			l.pks = append(l.pks, h.GetPrimaryKey())
+			if distance {
+				l.scores[h.GetPrimaryKey()] = h.GetVectorDistance()
+			} else {
+				l.scores[h.GetPrimaryKey()] = h.GetTextScore()
+			}
+		}
+		return l
+	}
+	norm := func(l fusionLeg, invert bool) map[string]float64 {
+		out := map[string]float64{}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, pk := range l.pks {
+			lo, hi = math.Min(lo, l.scores[pk]), math.Max(hi, l.scores[pk])
+		}
+		for _, pk := range l.pks {
+			s := 1.0
+			if hi > lo {
+				s = (l.scores[pk] - lo) / (hi - lo)
+				if invert {
+					s = 1 - s
+				}
+			}
+			out[pk] = s
+		}
+		return out
+	}
+	cases := []struct {
+		name          string
+		fusion        apiv1.HybridFusion
+		tw, vw        float64 // as sent
+		wantT, wantV  float64 // as applied
+		limit, offset int
+		filters       []*apiv1.Filter
+	}{
+		{"rrf", apiv1.HybridFusion_HYBRID_FUSION_UNSPECIFIED, 0, 0, 0, 0, 10, 0, nil},
+		{"rrf deep", apiv1.HybridFusion_HYBRID_FUSION_RRF, 0, 0, 0, 0, 20, 15, nil},
+		{"rrf filtered", apiv1.HybridFusion_HYBRID_FUSION_RRF, 0, 0, 0, 0, 30, 0, inStock},
+		{"weighted default", apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED, 0, 0, 0.5, 0.5, 10, 0, nil},
+		{"weighted text-heavy", apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED, 0.8, 0.2, 0.8, 0.2, 25, 5, nil},
+		{"weighted vector only", apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED, 0, 1, 0, 1, 10, 0, inStock},
+	}
+	for _, tc := range cases {
+		tl := legOf(&apiv1.SearchRequest{Text: text, Filters: tc.filters}, false)
+		vl := legOf(&apiv1.SearchRequest{Vector: vec, Filters: tc.filters}, true)
+		window := max(4*(tc.offset+tc.limit), 50)
+		tw := fusionLeg{pks: tl.pks[:min(window, len(tl.pks))], scores: tl.scores}
+		vw := fusionLeg{pks: vl.pks[:min(window, len(vl.pks))], scores: vl.scores}
+		fused := map[string]float64{}
+		if tc.fusion == apiv1.HybridFusion_HYBRID_FUSION_WEIGHTED {
+			for pk, s := range norm(tw, false) {
+				fused[pk] += tc.wantT * s
+			}
+			for pk, s := range norm(vw, true) {
+				fused[pk] += tc.wantV * s
+			}
+		} else {
+			for i, pk := range tw.pks {
+				fused[pk] += 1 / float64(60+i+1)
+			}
+			for i, pk := range vw.pks {
+				fused[pk] += 1 / float64(60+i+1)
+			}
+		}
+		var want []string
+		for pk := range fused {
+			want = append(want, pk)
+		}
+		sort.Slice(want, func(i, j int) bool {
+			if fused[want[i]] != fused[want[j]] {
+				return fused[want[i]] > fused[want[j]]
+			}
+			return want[i] < want[j]
+		})
+		union := map[string]bool{}
+		for _, pk := range append(append([]string(nil), tl.pks...), vl.pks...) {
+			union[pk] = true
+		}
+		want = want[min(tc.offset, len(want)):min(tc.offset+tc.limit, len(want))]
+		r, err := e.Search(bg, &apiv1.SearchRequest{Collection: "shop", Text: text, Vector: vec, Filters: tc.filters, Fusion: tc.fusion,
+			TextWeight: tc.tw, VectorWeight: tc.vw, Limit: uint32(tc.limit), Offset: int32(tc.offset), KeysOnly: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// rule: E74 — the fused order and scores, and the union as total.
+		if !eqKeys(hitKeys(r), want...) || r.GetTotal() != uint64(len(union)) {
+			t.Fatalf("seed %d: %s: got %v (total %d)\nwant %v (total %d)", seed, tc.name, hitKeys(r), r.GetTotal(), want, len(union))
+		}
+		for _, h := range r.GetHits() {
+			if d := math.Abs(h.GetScore() - fused[h.GetPrimaryKey()]); d > 1e-12 {
+				t.Fatalf("seed %d: %s: key %s fused score %v, want %v", seed, tc.name, h.GetPrimaryKey(), h.GetScore(), fused[h.GetPrimaryKey()])
+			}
+		}
+	}
 }
