@@ -95,6 +95,9 @@ func TestPretty(t *testing.T) {
 		{"POST", "/v1/collections/books/search", `{"text":{"query":"x"}}`},
 		{"GET", "/v1/progress", ""},
 		{"GET", "/v1/collections/nope", ""},
+		{"GET", "/no/such/path", ""},                                                   // 404 NOT_FOUND (H11)
+		{"DELETE", "/v1/progress", ""},                                                 // 405 METHOD_NOT_ALLOWED (H11)
+		{"POST", "/v1/collections/books/search", `{"text":{"query":"x"},"offset":-1}`}, // 400 INVALID_QUERY
 	} {
 		compact := h.do(p.method, p.path, p.body)
 		sep := "?"

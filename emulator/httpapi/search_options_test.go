@@ -86,6 +86,8 @@ func TestSearchOptionsOverHTTP(t *testing.T) {
 	require.Equal(t, 200, code, m)
 	require.Equal(t, []string{"1", "4"}, keys(m))
 	require.Equal(t, "3", m["total"])
+	tok, _ := m["next_page_token"].(string)
+	require.NotEmpty(t, tok, "a full page carries next_page_token (E79)")
 	first := m["hits"].([]any)[0].(map[string]any)
 	require.Equal(t, "<em>wireless</em> speaker", first["highlights"].(map[string]any)["title"])
 	facets := m["facets"].([]any)
@@ -103,6 +105,17 @@ func TestSearchOptionsOverHTTP(t *testing.T) {
 	code, m = search(`{"text":{"query":"wireless"},"sort":[{"field":"price","descending":true}],"limit":2,"search_after":` + string(after) + `}`)
 	require.Equal(t, 200, code, m)
 	require.Equal(t, []string{"2"}, keys(m))
+
+	// E79 over HTTP: the token continues its own query (limit may change)
+	// and is refused, naming page_token, on another one.
+	code, m = search(`{"text":{"query":"wireless"},"sort":[{"field":"price","descending":true}],"limit":5,"page_token":"` + tok + `"}`)
+	require.Equal(t, 200, code, m)
+	require.Equal(t, []string{"2"}, keys(m))
+	code, m = search(`{"text":{"query":"mouse"},"sort":[{"field":"price","descending":true}],"page_token":"` + tok + `"}`)
+	require.Equal(t, 400, code, m)
+	require.Equal(t, "INVALID_QUERY", m["reason"], m)
+	require.Equal(t, "page_token", m["field"], m)
+	require.Contains(t, m["message"], "another query")
 
 	for body, field := range map[string]string{
 		`{"text":{"query":"wireless"},"offset":-1}`:                          "offset",
