@@ -16,7 +16,8 @@ const DefaultMemoryQuota = 512 << 20
 // IndexReserveShare: 1/32 of the memory quota is kept for the indexes of
 // spilled runs (specs/logpuller.md LP18: ~2 bytes a spilled prewrite, so
 // 8 MiB of a 256 MiB quota indexes about 4M of them); rows and prewrites
-// held in memory are admitted up to the rest.
+// held in memory are admitted up to the rest. The reserve also holds the
+// log puller's event queue bound (specs/logpuller.md LP19).
 const IndexReserveShare = 32
 
 func newMemoryQuota(limit int64) (*memquota.Quota, error) {
@@ -24,7 +25,9 @@ func newMemoryQuota(limit int64) (*memquota.Quota, error) {
 	if err != nil {
 		return nil, err
 	}
-	q.SetReserve(limit / IndexReserveShare)
+	// The reserve also holds the log puller's event queue (LP19): those
+	// events are already in memory and are charged, never refused.
+	q.SetReserve(limit/IndexReserveShare + logpuller.EventQueueBytesFor(limit))
 	return q, nil
 }
 

@@ -34,6 +34,9 @@ type GRPCSource struct {
 
 	wake   chan struct{}
 	events chan streamMsg
+	// queue bounds and charges the heap of the events in events and in
+	// Run's hands (LP19).
+	queue eventQueue
 
 	connMu sync.Mutex
 	conns  map[string]*grpc.ClientConn
@@ -65,6 +68,8 @@ type streamMsg struct {
 	st  *Stream
 	ev  *cdcpb.ChangeDataEvent
 	err error
+	// bytes is ev's heap, admitted to the event queue (LP19).
+	bytes int64
 }
 
 // NewGRPCSource returns a source using cfg. Nothing is dialled before Run.
@@ -79,6 +84,7 @@ func NewGRPCSource(cfg TransportConfig) (*GRPCSource, error) {
 		conns:      map[string]*grpc.ClientConn{},
 		resolvedCh: make(chan StuckTask, 64),
 		tsoCh:      make(chan stuckSample, 1),
+		queue:      eventQueue{limit: cfg.EventQueueBytes, quota: cfg.Matcher.Memory},
 	}
 	drv, err := NewDriver(DriverConfig{
 		Name:                  "logpuller",
@@ -201,19 +207,33 @@ func (s *GRPCSource) shutdown() {
 	s.regions.clear()
 	s.baseCancel()
 	s.drv.CloseStreams()
-	// Unblock goroutines reporting into the channels while we wait.
+	// Unblock goroutines reporting into the channels while we wait; the
+	// events left give their queue charge back (LP19: the quota outlives
+	// the source).
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	for {
 		select {
 		case <-done:
-			return
-		case <-s.events:
+			for {
+				select {
+				case m := <-s.events:
+					s.queue.done(m.bytes)
+				default:
+					return
+				}
+			}
+		case m := <-s.events:
+			s.queue.done(m.bytes)
 		case <-s.resolvedCh:
 		case <-s.tsoCh:
 		}
 	}
 }
+
+// QueueBytes is the heap bytes of received events Run has not finished
+// with, and the most ever held at once (LP19).
+func (s *GRPCSource) QueueBytes() (now, peak int64) { return s.queue.held() }
 
 // grpcDialer opens the driver's streams as gRPC EventFeed(V2) calls, each
 // run by its own goroutines (runStream).
@@ -252,6 +272,7 @@ func (s *GRPCSource) conn(addr string) (*grpc.ClientConn, error) {
 }
 
 func (s *GRPCSource) handleMsg(m streamMsg) error {
+	defer s.queue.done(m.bytes)
 	if m.st.Dead() {
 		return nil // leftovers of a stream already given up
 	}

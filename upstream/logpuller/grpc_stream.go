@@ -122,7 +122,17 @@ func (s *GRPCSource) runStream(st *grpcStream) {
 				}
 				return
 			}
-			report(streamMsg{st: st.ds, ev: ev})
+			// LP19: the receiver waits while the queue holds its bound, so
+			// gRPC flow control stops the store instead of the heap growing.
+			n := EventHeapBytes(ev)
+			if !s.queue.admit(st.ctx, n) {
+				return
+			}
+			select {
+			case s.events <- streamMsg{st: st.ds, ev: ev, bytes: n}:
+			case <-s.baseCtx.Done():
+				s.queue.done(n)
+			}
 		}
 	}()
 	defer func() { <-recvDone }()

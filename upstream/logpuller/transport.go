@@ -106,6 +106,10 @@ type TransportConfig struct {
 	DisableV2 bool
 	// DialTimeout bounds opening a stream (default 10 s).
 	DialTimeout time.Duration
+	// EventQueueBytes bounds the heap of received events waiting for Run
+	// (LP19; default EventQueueBytesFor the matcher's memory quota, or
+	// DefaultEventQueueBytes without one).
+	EventQueueBytes int64
 }
 
 func (c *TransportConfig) fill() error {
@@ -126,6 +130,12 @@ func (c *TransportConfig) fill() error {
 	}
 	if c.ResolveLockInterval <= 0 {
 		c.ResolveLockInterval = 2 * time.Second
+	}
+	if c.EventQueueBytes <= 0 {
+		c.EventQueueBytes = DefaultEventQueueBytes
+		if c.Matcher.Memory != nil {
+			c.EventQueueBytes = EventQueueBytesFor(c.Matcher.Memory.Limit())
+		}
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 10 * time.Second
