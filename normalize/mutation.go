@@ -129,7 +129,14 @@ type chunkFreeList struct {
 	free []*chunk
 }
 
-const maxFreeChunks = 256
+// maxFreeChunks bounds the free list (N45): the chunks it keeps are
+// charged to no quota (the list is shared by every bridge of the
+// process), so it keeps only enough to absorb the churn of a seal's drain,
+// 32 chunks of chunkBytes (1.75 MiB), and leaves the rest to the GC.
+const maxFreeChunks = 32
+
+// chunkBytes is the heap of one chunk's value slots and bytes.
+const chunkBytes = slabVals*int(unsafe.Sizeof(ownedVal{})) + slabBytes
 
 var chunks chunkFreeList
 
