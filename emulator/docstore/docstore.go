@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
@@ -346,6 +347,7 @@ func (b *Batch) set(pk string, e *Entry) {
 		b.changes[i].New = e
 		return
 	}
+	pk = strings.Clone(pk) // E93
 	b.idx[pk] = len(b.changes)
 	b.changes = append(b.changes, Change{PK: pk, Old: b.s.m[pk], New: e})
 }
@@ -393,6 +395,7 @@ func (b *Batch) put(pk string, e *Entry) bool {
 	if inBatch {
 		b.changes[i].New = e
 	} else {
+		pk = strings.Clone(pk) // E93
 		b.idx[pk] = len(b.changes)
 		b.changes = append(b.changes, Change{PK: pk, Old: cur, New: e})
 	}
@@ -419,7 +422,12 @@ func (b *Batch) Delete(pk string, commitTs uint64) bool {
 }
 
 // Changes returns the net change per key in first-touch order. The slice
-// is owned by the batch; do not modify it.
+// is owned by the batch; do not modify it. A change's PK is the batch's
+// own copy of the key it was given (E93): the store's map, its tombstone
+// heap and every modality keep it for as long as the document lives, and
+// a caller's key is often a substring of a whole request buffer (the
+// adapter's batches carve every key and value from one string), which a
+// kept substring would hold alive in full.
 func (b *Batch) Changes() []Change { return b.changes }
 
 // Commit makes the batch's changes visible.
