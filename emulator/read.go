@@ -3,7 +3,6 @@ package emulator
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
@@ -187,18 +186,16 @@ func (e *Emulator) Scan(ctx context.Context, collection string, filters []*apiv1
 	if err != nil {
 		return nil, 0, err
 	}
-	keys := c.docs.Keys()
-	i := sort.SearchStrings(keys, after)
-	if i < len(keys) && keys[i] == after && after != "" {
-		i++
-	}
 	var out []*apiv1.Document
 	var sc docstore.Scratch
-	for ; i < len(keys) && len(out) < limit; i++ {
-		ent, _ := c.docs.Get(keys[i])
-		if fs.match(ent, &sc) {
-			out = append(out, &apiv1.Document{PrimaryKey: keys[i], Fields: ent.FieldMap(), CommitTs: ent.Version, SourcePartition: ent.Partition})
+	c.docs.Ascend(after, func(pk string, ent *docstore.Entry) bool {
+		if len(out) >= limit {
+			return false
 		}
-	}
+		if fs.match(ent, &sc) {
+			out = append(out, &apiv1.Document{PrimaryKey: pk, Fields: ent.FieldMap(), CommitTs: ent.Version, SourcePartition: ent.Partition})
+		}
+		return true
+	})
 	return out, e.safeLocked(c), nil
 }

@@ -5,7 +5,8 @@
 // Changes are planned in a Batch (an overlay that sees its own earlier
 // writes) and become visible only by Commit, so the emulator can persist a
 // batch first and apply it to memory only when the disk write succeeded.
-// A Store is not safe for concurrent use; the emulator serialises access.
+// A Store is not safe for concurrent use; the emulator serialises access:
+// writers alone, readers (Get, Keys, Ascend) together.
 package docstore
 
 import (
@@ -13,7 +14,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
@@ -247,6 +247,8 @@ type Store struct {
 	// spareIdx is the key index of the last committed batch, cleared and
 	// reused by the next one (a batch plans every row of an ingest).
 	spareIdx map[string]int
+	// ord serves keys in order to scans and filtered searches (E94).
+	ord keyOrder
 }
 
 // New returns an empty store.
@@ -271,6 +273,9 @@ func (s *Store) Put(pk string, e *Entry) {
 	if had && !old.Deleted {
 		s.live--
 	}
+	if !had {
+		s.ord.noteInsert(pk)
+	}
 	s.m[pk] = e
 	if e.Deleted {
 		heap.Push(&s.tombs, tomb{version: e.Version, pk: pk})
@@ -286,19 +291,28 @@ func (s *Store) Remove(pk string) {
 			s.live--
 		}
 		delete(s.m, pk)
+		s.ord.noteRemove()
 	}
 }
 
 // Keys returns every primary key with a live document, sorted.
 func (s *Store) Keys() []string {
 	out := make([]string, 0, s.live)
-	for k, e := range s.m {
-		if !e.Deleted {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
+	s.Ascend("", func(pk string, _ *Entry) bool {
+		out = append(out, pk)
+		return true
+	})
 	return out
+}
+
+// Ascend calls fn with every live document whose key is after `after`
+// ("" = from the first), in ascending key order, until fn returns false.
+// A page of a scan costs the page, not a sort of every key (E94).
+// Safe for concurrent readers; writers must not run meanwhile.
+func (s *Store) Ascend(after string, fn func(pk string, e *Entry) bool) {
+	s.ord.ascend(s.m, after, func(pk string, e *Entry) bool {
+		return e.Deleted || fn(pk, e)
+	})
 }
 
 // Each calls fn for every entry (live and tombstones) in no particular order.
@@ -439,6 +453,9 @@ func (s *Store) Commit(b *Batch) {
 		if ch.Old != nil && !ch.Old.Deleted {
 			s.live--
 		}
+		if ch.Old == nil {
+			s.ord.noteInsert(ch.PK)
+		}
 		s.m[ch.PK] = ch.New
 		if ch.New.Deleted {
 			heap.Push(&s.tombs, tomb{version: ch.New.Version, pk: ch.PK})
@@ -466,6 +483,7 @@ func (s *Store) CollectTombstones(horizon uint64) []string {
 		t := heap.Pop(&s.tombs).(tomb)
 		if e, ok := s.m[t.pk]; ok && e.Deleted && e.Version == t.version {
 			delete(s.m, t.pk)
+			s.ord.noteRemove()
 			out = append(out, t.pk)
 		}
 	}
