@@ -70,22 +70,42 @@ func (c *SnapshotChunk) Release() {
 	c.muts = nil
 }
 
-// SnapshotPartition ingests one partition's snapshot rows. Lower is safe
-// for concurrent use (one copier per call), Ingest serializes the
-// sequence: several regions of one table are read in parallel, and their
-// chunks take consecutive seqs in the order they are ingested (N42).
+// SnapshotPartition ingests one partition's snapshot rows. Lower and the
+// building half of Ingest are safe for concurrent use (one copier and one
+// batch builder per call, outside the partition's lock); the sending half
+// serializes the sequence: several regions of one table are read in
+// parallel, and their chunks take consecutive seqs in the order they are
+// sent (N42). Chunks that wait while a batch is in flight are sent
+// together as one batch (group commit, N45).
 type SnapshotPartition struct {
-	sink  Sink
-	cfg   SnapshotConfig
-	shape *shape
+	sink   Sink
+	cfg    SnapshotConfig
+	shape  *shape
+	allocs sync.Pool // *protoAlloc
 
-	mu    sync.Mutex
-	seq   seqCounter
-	run   seqRun
-	alloc protoAlloc
-	cuts  []int
-	err   error
-	rows  uint64
+	qmu   sync.Mutex
+	queue []snapPiece // built, waiting to be sent, in arrival order
+
+	mu   sync.Mutex // the sender's: seq, run, err, rows, waiters' results
+	seq  seqCounter
+	run  seqRun
+	err  error
+	rows uint64
+}
+
+// snapPiece is one built batch of a chunk, its seqs not yet assigned.
+type snapPiece struct {
+	b     *apiv1.MutationBatch
+	rows  *contract.Rows
+	bytes int64 // wire size estimate (N21's byte bound)
+	w     *snapWaiter
+}
+
+// snapWaiter is one Ingest call's result, set by whichever call sends its
+// pieces (under the partition's mu).
+type snapWaiter struct {
+	done bool
+	err  error
 }
 
 // NewSnapshotPartition checks cfg and lowers the table's shape once.
@@ -144,51 +164,146 @@ func (p *SnapshotPartition) Lower(n int, row func(i int) (SnapshotRow, error)) (
 	return out, nil
 }
 
-// Ingest sends the chunk as batches (N21) with the next seqs of the
-// snapshot's epoch (N42) and releases it. It returns after every batch
-// was acknowledged; a failed or mis-acknowledged batch is fatal for the
-// partition's snapshot (every later call returns the error, N7).
+// Ingest sends the chunk with the next seqs of the snapshot's epoch (N42)
+// and releases it. The chunk's batches (cut by N21's bounds) are built
+// outside the partition's lock; a call that finds the partition's lock
+// free sends every batch waiting by then, its own and those of calls that
+// queued while the previous send was in flight, merged into as few
+// batches as N21's bounds allow (group commit, N45), in arrival order. It
+// returns after its rows were acknowledged; a failed or mis-acknowledged
+// batch is fatal for the partition's snapshot (every later call returns
+// the error, N7), and every call whose rows it held returns it.
 func (p *SnapshotPartition) Ingest(ctx context.Context, ch *SnapshotChunk) error {
-	defer ch.Release()
+	w := &snapWaiter{}
+	pieces := p.buildPieces(ch, w)
+	ch.Release()
+	if len(pieces) > 0 {
+		p.qmu.Lock()
+		p.queue = append(p.queue, pieces...)
+		p.qmu.Unlock()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
+	if !w.done {
+		p.qmu.Lock()
+		q := p.queue
+		p.queue = nil
+		p.qmu.Unlock()
+		p.send(ctx, q)
+		if !w.done { // no rows of its own
+			w.err = p.err
+		}
 	}
-	muts := ch.muts
-	p.cuts = cutPoints(len(muts), p.cfg.MaxBatchRows, p.cfg.MaxBatchBytes,
-		func(i int) int64 { return muts[i].wireSize() }, func(int) string { return p.cfg.Token }, p.cuts)
-	start := 0
-	for _, end := range p.cuts {
-		batch, rows := p.build(muts[start:end])
-		start = end
-		if err := p.run.check(p.cfg.Partition, batch); err != nil {
-			p.err = err
-			return err
-		}
-		resp, err := sinkIngest(ctx, p.sink, batch, rows)
-		last := batch.GetFirstSeq() + uint64(len(batch.GetMutations())) - 1
-		if err == nil && resp.GetLastSeq() != last {
-			err = fmt.Errorf("emulator acknowledged last seq %d, sent %d..%d (outcome %s)", resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
-		}
-		if err != nil {
-			p.err = fmt.Errorf("normalize: snapshot ingest %s epoch %d seq %d..%d: %w", p.cfg.Partition, p.cfg.Epoch, batch.GetFirstSeq(), last, err)
-			return p.err
-		}
-		p.rows += uint64(len(batch.GetMutations()))
-	}
-	return nil
+	return w.err
 }
 
-// build turns muts into the batch of the next seqs; the protobufs hold
-// copies of every byte (as batchBuilder.build).
-func (p *SnapshotPartition) build(muts []Mutation) (*apiv1.MutationBatch, *contract.Rows) {
-	b := &apiv1.MutationBatch{
-		SourcePartition: p.cfg.Partition, SourceEpoch: p.cfg.Epoch, FirstSeq: p.seq.assign(len(muts)),
-		SchemaGenerationToken: p.cfg.Token, Collection: p.cfg.Collection,
+// buildPieces turns the chunk into batches cut by N21's bounds; the
+// protobufs hold copies of every byte (as batchBuilder.build), so the
+// chunk may be released once it returns. Seqs are assigned when sent.
+func (p *SnapshotPartition) buildPieces(ch *SnapshotChunk, w *snapWaiter) []snapPiece {
+	muts := ch.muts
+	if len(muts) == 0 {
+		return nil
 	}
+	a, _ := p.allocs.Get().(*protoAlloc)
+	if a == nil {
+		a = &protoAlloc{}
+	}
+	defer p.allocs.Put(a)
 	_, positional := p.sink.(RowSink)
-	return b, p.alloc.assemble(b, len(muts), func(i int) *Mutation { return &muts[i] }, positional)
+	cuts := cutPoints(len(muts), p.cfg.MaxBatchRows, p.cfg.MaxBatchBytes,
+		func(i int) int64 { return muts[i].wireSize() }, func(int) string { return p.cfg.Token }, nil)
+	out := make([]snapPiece, 0, len(cuts))
+	start := 0
+	for _, end := range cuts {
+		part := muts[start:end]
+		var bytes int64
+		for i := range part {
+			bytes += part[i].wireSize()
+		}
+		b := &apiv1.MutationBatch{
+			SourcePartition: p.cfg.Partition, SourceEpoch: p.cfg.Epoch,
+			SchemaGenerationToken: p.cfg.Token, Collection: p.cfg.Collection,
+		}
+		rows := a.assemble(b, len(part), func(i int) *Mutation { return &part[i] }, positional)
+		out = append(out, snapPiece{b: b, rows: rows, bytes: bytes, w: w})
+		start = end
+	}
+	return out
+}
+
+// send sends q's pieces in order, consecutive ones merged while N21's
+// bounds allow (N45), each merged batch with the next seqs, and sets the
+// result of every waiter in q. Called with p.mu held.
+func (p *SnapshotPartition) send(ctx context.Context, q []snapPiece) {
+	for start := 0; start < len(q); {
+		end, rows, bytes := start+1, len(q[start].b.GetMutations()), q[start].bytes
+		for end < len(q) && mergeable(q[start], q[end]) &&
+			rows+len(q[end].b.GetMutations()) <= p.cfg.MaxBatchRows && bytes+q[end].bytes <= p.cfg.MaxBatchBytes {
+			rows += len(q[end].b.GetMutations())
+			bytes += q[end].bytes
+			end++
+		}
+		if p.err == nil {
+			p.err = p.sendGroup(ctx, q[start:end], rows)
+		}
+		for _, pc := range q[start:end] {
+			if pc.w.err == nil {
+				pc.w.err = p.err
+			}
+			pc.w.done = true
+		}
+		start = end
+	}
+}
+
+// mergeable reports whether two pieces can travel in one batch: both in
+// the map form, or both positional in one layout.
+func mergeable(a, b snapPiece) bool {
+	if (a.rows == nil) != (b.rows == nil) {
+		return false
+	}
+	return a.rows == nil || a.rows.Layout == b.rows.Layout
+}
+
+// sendGroup sends group (rows mutations in all) as one batch with the
+// next seqs.
+func (p *SnapshotPartition) sendGroup(ctx context.Context, group []snapPiece, n int) error {
+	batch, rows := group[0].b, group[0].rows
+	if len(group) > 1 {
+		first := group[0].b
+		batch = &apiv1.MutationBatch{
+			SourcePartition: first.GetSourcePartition(), SourceEpoch: first.GetSourceEpoch(),
+			SchemaGenerationToken: first.GetSchemaGenerationToken(), Collection: first.GetCollection(),
+			Mutations: make([]*apiv1.Mutation, 0, n),
+		}
+		if rows != nil {
+			rows = &contract.Rows{Layout: rows.Layout, Vals: make([][]*apiv1.Value, 0, n)}
+		}
+		for _, pc := range group {
+			batch.Mutations = append(batch.Mutations, pc.b.GetMutations()...)
+			if rows != nil {
+				rows.Vals = append(rows.Vals, pc.rows.Vals...)
+			}
+		}
+	}
+	batch.FirstSeq = p.seq.assign(n)
+	for i, m := range batch.Mutations {
+		m.Seq = batch.FirstSeq + uint64(i)
+	}
+	if err := p.run.check(p.cfg.Partition, batch); err != nil {
+		return err
+	}
+	last := batch.GetFirstSeq() + uint64(n) - 1
+	resp, err := sinkIngest(ctx, p.sink, batch, rows)
+	if err == nil && resp.GetLastSeq() != last {
+		err = fmt.Errorf("emulator acknowledged last seq %d, sent %d..%d (outcome %s)", resp.GetLastSeq(), batch.GetFirstSeq(), last, resp.GetOutcome())
+	}
+	if err != nil {
+		return fmt.Errorf("normalize: snapshot ingest %s epoch %d seq %d..%d: %w", p.cfg.Partition, p.cfg.Epoch, batch.GetFirstSeq(), last, err)
+	}
+	p.rows += uint64(n)
+	return nil
 }
 
 // NextSeq is the next seq of the snapshot's epoch (1 + the seqs used).

@@ -3,6 +3,7 @@ package normalize
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -121,4 +122,152 @@ func TestN42_SnapshotIngestFailureIsSticky(t *testing.T) {
 
 	_, err = NewSnapshotPartition(sink, SnapshotConfig{Partition: "table:42", Collection: "shop.items", Epoch: 1, Token: apiv1.InitialGenerationToken, Ts: 9, Table: mt(ti)})
 	require.ErrorContains(t, err, "has no generation yet")
+}
+
+// gatedSink holds each Ingest until the test lets it through, so a test
+// can queue chunks behind a batch in flight.
+type gatedSink struct {
+	*fakeSink
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedSink) Ingest(ctx context.Context, b *apiv1.MutationBatch) (*apiv1.IngestResponse, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.fakeSink.Ingest(ctx, b)
+}
+
+// queued is the number of built batches waiting to be sent.
+func (p *SnapshotPartition) queued() int {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return len(p.queue)
+}
+
+// snapGroupFixture is a partition over a gated sink with MaxBatchRows 10.
+func snapGroupFixture(t *testing.T) (*gatedSink, *SnapshotPartition) {
+	t.Helper()
+	sink := &gatedSink{fakeSink: newFakeSink(), entered: make(chan struct{}), gate: make(chan struct{})}
+	ti := intPKTable(42, "items")
+	boot, err := New(Config{ClientID: "a", StartTs: 9, Tables: []Table{{PhysicalID: 42, Database: "shop", Info: mt(ti)}}}, sink.fakeSink)
+	require.NoError(t, err)
+	_, err = boot.Open(context.Background())
+	require.NoError(t, err)
+	p, err := NewSnapshotPartition(sink, SnapshotConfig{Partition: "table:42", Collection: "shop.items", Epoch: 1,
+		Token: sink.colls["shop.items"].lineage.GetSchemaGenerationToken(), Ts: 9, Table: mt(ti), PhysicalID: 42, MaxBatchRows: 10})
+	require.NoError(t, err)
+	return sink, p
+}
+
+// ingestAsync lowers rows [first, first+n) and ingests them on a new
+// goroutine; the result arrives on the returned channel.
+func ingestAsync(p *SnapshotPartition, first, n int64) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		rows := snapRowsOf(first, n)
+		ch, err := p.Lower(len(rows), func(i int) (SnapshotRow, error) { return rows[i], nil })
+		if err == nil {
+			err = p.Ingest(context.Background(), ch)
+		}
+		out <- err
+	}()
+	return out
+}
+
+// releaseAll lets every Ingest through until stop is called.
+func releaseAll(g *gatedSink) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-g.entered:
+				g.gate <- struct{}{}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// waitQueued waits until n built batches wait behind the one in flight.
+func waitQueued(p *SnapshotPartition, n int) {
+	for p.queued() < n {
+		runtime.Gosched()
+	}
+}
+
+// TestN45_SnapshotGroupCommit: chunks of a partition that wait while a
+// batch is in flight are sent together, in arrival order, as few batches
+// as N21's bounds allow, with contiguous seqs; each call returns once its
+// rows were acknowledged.
+func TestN45_SnapshotGroupCommit(t *testing.T) {
+	sink, p := snapGroupFixture(t)
+	a := ingestAsync(p, 1, 3)
+	<-sink.entered // A's batch is in flight
+	b := ingestAsync(p, 4, 3)
+	waitQueued(p, 1)
+	c := ingestAsync(p, 7, 3)
+	waitQueued(p, 2)
+	d := ingestAsync(p, 10, 5) // 3+3+5 > 10 rows: a batch of its own
+	waitQueued(p, 3)
+	sink.gate <- struct{}{}
+	require.NoError(t, <-a)
+	stop := releaseAll(sink)
+	defer stop()
+	require.NoError(t, <-b)
+	require.NoError(t, <-c)
+	require.NoError(t, <-d)
+	require.Equal(t, 3, len(sink.batches), "N45: B and C sent as one batch, D alone (N21 bound of 10 rows)")
+	var ids [][]string
+	for _, bt := range sink.batches {
+		var pks []string
+		for _, m := range bt.GetMutations() {
+			pks = append(pks, m.GetPrimaryKey())
+		}
+		ids = append(ids, pks)
+	}
+	require.Equal(t, []int{3, 6, 5}, []int{len(ids[0]), len(ids[1]), len(ids[2])})
+	require.Equal(t, []uint64{1, 4, 10}, []uint64{sink.batches[0].GetFirstSeq(), sink.batches[1].GetFirstSeq(), sink.batches[2].GetFirstSeq()})
+	for i, m := range sink.mutationsOf("table:42") {
+		require.Equal(t, uint64(i+1), m.GetSeq(), "N42: contiguous seqs from 1")
+	}
+	// Arrival order inside the merged batch: B's rows, then C's.
+	pkB, _, err := RowDocument(mt(intPKTable(42, "items")), tablecodec.EncodeIntRecordKey(nil, 42, 4), snapRowsOf(4, 1)[0].Values)
+	require.NoError(t, err)
+	pkC, _, err := RowDocument(mt(intPKTable(42, "items")), tablecodec.EncodeIntRecordKey(nil, 42, 7), snapRowsOf(7, 1)[0].Values)
+	require.NoError(t, err)
+	require.Equal(t, pkB, ids[1][0])
+	require.Equal(t, pkC, ids[1][3])
+	require.Equal(t, uint64(14), p.Rows())
+}
+
+// TestN45_SnapshotGroupFailureReachesEveryWaiter: a merged batch that
+// fails fails every call whose rows it held, and every later call (N42).
+func TestN45_SnapshotGroupFailureReachesEveryWaiter(t *testing.T) {
+	sink, p := snapGroupFixture(t)
+	a := ingestAsync(p, 1, 3)
+	<-sink.entered
+	b := ingestAsync(p, 4, 3)
+	waitQueued(p, 1)
+	c := ingestAsync(p, 7, 3)
+	waitQueued(p, 2)
+	sink.gate <- struct{}{}
+	require.NoError(t, <-a)
+	<-sink.entered // the merged batch of B and C
+	sink.mu.Lock()
+	sink.failIngest = 1
+	sink.mu.Unlock()
+	sink.gate <- struct{}{}
+	errB, errC := <-b, <-c
+	require.ErrorContains(t, errB, "snapshot ingest table:42 epoch 1 seq 4..9")
+	require.Equal(t, errB, errC)
+	require.Len(t, sink.batches, 2)
+	rows := snapRowsOf(20, 1)
+	ch, err := p.Lower(1, func(i int) (SnapshotRow, error) { return rows[i], nil })
+	require.NoError(t, err)
+	require.Equal(t, errB, p.Ingest(context.Background(), ch))
 }
