@@ -76,7 +76,7 @@ func (c *SnapshotChunk) Release() {
 // serializes the sequence: several regions of one table are read in
 // parallel, and their chunks take consecutive seqs in the order they are
 // sent (N42). Chunks that wait while a batch is in flight are sent
-// together as one batch (group commit, N45).
+// together as one batch (group commit, N46).
 type SnapshotPartition struct {
 	sink   Sink
 	cfg    SnapshotConfig
@@ -169,7 +169,7 @@ func (p *SnapshotPartition) Lower(n int, row func(i int) (SnapshotRow, error)) (
 // outside the partition's lock; a call that finds the partition's lock
 // free sends every batch waiting by then, its own and those of calls that
 // queued while the previous send was in flight, merged into as few
-// batches as N21's bounds allow (group commit, N45), in arrival order. It
+// batches as N21's bounds allow (group commit, N46), in arrival order. It
 // returns after its rows were acknowledged; a failed or mis-acknowledged
 // batch is fatal for the partition's snapshot (every later call returns
 // the error, N7), and every call whose rows it held returns it.
@@ -233,7 +233,7 @@ func (p *SnapshotPartition) buildPieces(ch *SnapshotChunk, w *snapWaiter) []snap
 }
 
 // send sends q's pieces in order, consecutive ones merged while N21's
-// bounds allow (N45), each merged batch with the next seqs, and sets the
+// bounds allow (N46), each merged batch with the next seqs, and sets the
 // result of every waiter in q. Called with p.mu held.
 func (p *SnapshotPartition) send(ctx context.Context, q []snapPiece) {
 	for start := 0; start < len(q); {

@@ -200,11 +200,11 @@ func waitQueued(p *SnapshotPartition, n int) {
 	}
 }
 
-// TestN45_SnapshotGroupCommit: chunks of a partition that wait while a
+// TestN46_SnapshotGroupCommit: chunks of a partition that wait while a
 // batch is in flight are sent together, in arrival order, as few batches
 // as N21's bounds allow, with contiguous seqs; each call returns once its
 // rows were acknowledged.
-func TestN45_SnapshotGroupCommit(t *testing.T) {
+func TestN46_SnapshotGroupCommit(t *testing.T) {
 	sink, p := snapGroupFixture(t)
 	a := ingestAsync(p, 1, 3)
 	<-sink.entered // A's batch is in flight
@@ -221,7 +221,7 @@ func TestN45_SnapshotGroupCommit(t *testing.T) {
 	require.NoError(t, <-b)
 	require.NoError(t, <-c)
 	require.NoError(t, <-d)
-	require.Equal(t, 3, len(sink.batches), "N45: B and C sent as one batch, D alone (N21 bound of 10 rows)")
+	require.Equal(t, 3, len(sink.batches), "N46: B and C sent as one batch, D alone (N21 bound of 10 rows)")
 	var ids [][]string
 	for _, bt := range sink.batches {
 		var pks []string
@@ -245,9 +245,9 @@ func TestN45_SnapshotGroupCommit(t *testing.T) {
 	require.Equal(t, uint64(14), p.Rows())
 }
 
-// TestN45_SnapshotGroupFailureReachesEveryWaiter: a merged batch that
+// TestN46_SnapshotGroupFailureReachesEveryWaiter: a merged batch that
 // fails fails every call whose rows it held, and every later call (N42).
-func TestN45_SnapshotGroupFailureReachesEveryWaiter(t *testing.T) {
+func TestN46_SnapshotGroupFailureReachesEveryWaiter(t *testing.T) {
 	sink, p := snapGroupFixture(t)
 	a := ingestAsync(p, 1, 3)
 	<-sink.entered
