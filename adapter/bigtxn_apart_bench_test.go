@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,12 +87,18 @@ func BenchmarkRS_BigTransactionApart(b *testing.B) {
 	cfg := Config{DataDir: dir, Tables: bulkTables, Memory: mem}
 	safe := func(ts uint64) error { return verify.WaitSafe(ctx, emu, bulkTables, ts, 30*time.Minute) }
 	var emuPid int
+	// RS11: the soft memory limit, as the binary sets it (GOMEMLIMIT=off
+	// measures without it): the emulator in process counts as others.
+	others := UnchargedLive(mem.Quota)
 	if os.Getenv("SFEMU_BIGTXN_BENCH_EMULATOR") == "process" {
 		var remote *grpcsink.Sink
 		remote, emuPid = startEmulatorProcess(b, filepath.Join(dir, "remote-emulator"))
 		cfg.WrapSink = func(normalize.Sink) normalize.Sink { return remote }
 		safe = func(ts uint64) error { return waitSafeRemote(ctx, remote, ts, 30*time.Minute) }
+		others = nil
 	}
+	gcLimit := mem.LimitGC(others)
+	b.Cleanup(gcLimit.Stop)
 	a, err := Start(ctx, aup, emu, cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -134,7 +141,7 @@ func BenchmarkRS_BigTransactionApart(b *testing.B) {
 	peak := watchHeap()
 	upPid := strconv.Itoa(up.cmd.Process.Pid)
 	b.ResetTimer()
-	start, cpu0, upCPU0 := time.Now(), cpuSeconds(), procCPUSeconds(upPid)
+	start, cpu0, upCPU0, gc0 := time.Now(), cpuSeconds(), procCPUSeconds(upPid), gcCPUSeconds()
 	exec(big, "COMMIT")
 	final, err := aup.CurrentTs(ctx)
 	if err != nil {
@@ -143,7 +150,7 @@ func BenchmarkRS_BigTransactionApart(b *testing.B) {
 	if err := safe(final); err != nil {
 		b.Fatalf("%v (runtime: %v)", err, a.RT.Err())
 	}
-	wall, cpu, upCPU := time.Since(start), cpuSeconds()-cpu0, procCPUSeconds(upPid)-upCPU0
+	wall, cpu, upCPU, gcCPU := time.Since(start), cpuSeconds()-cpu0, procCPUSeconds(upPid)-upCPU0, gcCPUSeconds()-gc0
 	b.StopTimer()
 	peakHeap, hwm := peak(), peakRSS()
 	runtime.GC()
@@ -160,6 +167,8 @@ func BenchmarkRS_BigTransactionApart(b *testing.B) {
 	b.ReportMetric(float64(b.N)/wall.Seconds(), "rows/s")
 	b.ReportMetric(perRow(cpu), "pipeline-cpu-µs/row")
 	b.ReportMetric(perRow(upCPU), "upstream-cpu-µs/row")
+	b.ReportMetric(perRow(gcCPU), "gc-cpu-µs/row")
+	b.ReportMetric(mib(gcLimit.Limit()), "gc-limit-MiB")
 	b.ReportMetric(mib(int64(peakHeap)), "peak-heap-MiB")
 	b.ReportMetric(mib(int64(peakHeap)-int64(baseHeap)), "heap-growth-MiB")
 	b.ReportMetric(mib(hwm), "peak-RSS-MiB")
@@ -280,6 +289,14 @@ func waitSafeRemote(ctx context.Context, s *grpcsink.Sink, ts uint64, timeout ti
 		}
 	}
 	return nil
+}
+
+// gcCPUSeconds is the CPU the Go runtime estimates its GC spent so far
+// (runtime/metrics: mark assists, dedicated and idle mark workers, pauses).
+func gcCPUSeconds() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64()
 }
 
 // procCPUSeconds is the user + system CPU of process pid so far

@@ -58,6 +58,8 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 	if err != nil {
 		return err
 	}
+	gcLimit := mem.LimitGC(adapter.UnchargedLive(mem.Quota)) // RS11: the emulator is in process
+	defer gcLimit.Stop()
 	view.mu.Lock()
 	view.mem = mem
 	view.mu.Unlock()
