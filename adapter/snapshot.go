@@ -155,7 +155,7 @@ func startWithSnapshot(ctx context.Context, up *Upstream, emu *emulator.Emulator
 	if st == nil {
 		plan := &snapshot.State{Version: snapshot.StateVersion, Ts: s}
 		for _, t := range tables {
-			rs, err := planRanges(ctx, up, t.table.PhysicalID)
+			rs, err := planSplitRanges(ctx, up, t.table.PhysicalID, s, sc.Concurrency)
 			if err != nil {
 				return fail(err)
 			}

@@ -52,7 +52,7 @@ func SnapshotTable(ctx context.Context, up *Upstream, sink normalize.Sink, ref T
 		nameOf = normalize.DefaultCollectionName
 	}
 	for _, t := range tables {
-		rs, err := planRanges(ctx, up, t.table.PhysicalID)
+		rs, err := planSplitRanges(ctx, up, t.table.PhysicalID, ts, opts.Concurrency)
 		if err != nil {
 			return 0, err
 		}

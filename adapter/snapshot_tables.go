@@ -62,6 +62,24 @@ func planRanges(ctx context.Context, up *Upstream, phys int64) ([]snapshot.Range
 	return snapshot.SplitSpan(start, end, bounds)
 }
 
+// planSplitRanges is planRanges with the ranges split by keys at ts when
+// they are fewer than the snapshot's concurrency (0: the default), so
+// every worker has a part to read (SN14).
+func planSplitRanges(ctx context.Context, up *Upstream, phys int64, ts uint64, concurrency int) ([]snapshot.Range, error) {
+	rs, err := planRanges(ctx, up, phys)
+	if err != nil {
+		return nil, err
+	}
+	if concurrency <= 0 {
+		concurrency = snapshot.DefaultConcurrency
+	}
+	rs, err = snapshot.SplitRanges(ctx, up.Snapshot(), ts, rs, concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("adapter: snapshot: splitting the ranges of physical table %d at ts %d: %w", phys, ts, err)
+	}
+	return rs, nil
+}
+
 // regionBounds lists the raw start keys of the regions overlapping the raw
 // range [start, end): from PD's region cache over gRPC, from the embedded
 // cluster's topology in process. Region keys are comparable

@@ -752,3 +752,30 @@ func TestSN_PartitionedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSN14_SingleRegionReadByEveryWorker: a table of one region (the
+// region TiDB gives a new table) is planned as the concurrency's number of
+// ranges split by keys at S, over gRPC as in process; every range holds
+// rows, and the collection equals the table after the stream.
+func TestSN14_SingleRegionReadByEveryWorker(t *testing.T) {
+	for _, wire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wire=%v", wire), func(t *testing.T) {
+			r := newSnapRig(t, wire, 14, 4000)
+			a, err := Start(r.ctx, r.up, r.emu, r.config(t, SnapshotConfig{Concurrency: 3}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = a.Close() })
+			st := r.state(t)
+			if n := len(st.Tables[0].Ranges); n != 3 {
+				t.Fatalf("SN14: a one-region table at concurrency 3 was planned as %d ranges, want 3", n)
+			}
+			for i, rg := range st.Tables[0].Ranges {
+				if rg.Rows < 4000/3/2 {
+					t.Errorf("SN14: range %d holds %d of 4000 rows", i, rg.Rows)
+				}
+			}
+			r.finish(t, a)
+		})
+	}
+}
