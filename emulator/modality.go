@@ -318,12 +318,13 @@ type auxIndex struct {
 	numeric map[string]*numericColumn                 // field -> column
 }
 
-// numericColumn holds a NUMERIC field's values as float64. float64(x) is
-// monotonic in x for int64 and uint64, so ranges over the converted values
-// give a superset of the exact matches.
+// numericColumn is a NUMERIC field's values as float64, sorted. float64(x)
+// is monotonic in x for int64 and uint64, so ranges over the converted
+// values give a superset of the exact matches. It keeps nothing per row on
+// ingest (E95): a write only marks it stale, and the first range search
+// after that sorts the field's values read from the documents, as the
+// column was re-sorted after any write before.
 type numericColumn struct {
-	vals map[string]float64
-
 	mu     sync.Mutex
 	dirty  bool
 	sorted []numEntry
@@ -343,41 +344,38 @@ func newAuxIndex(def *apiv1.CollectionDefinition) *auxIndex {
 		case apiv1.FieldRole_FIELD_ROLE_NUMERIC:
 			switch f.GetType() {
 			case apiv1.FieldType_FIELD_TYPE_INT, apiv1.FieldType_FIELD_TYPE_UINT, apiv1.FieldType_FIELD_TYPE_FLOAT, apiv1.FieldType_FIELD_TYPE_BIT:
-				a.numeric[f.GetName()] = &numericColumn{vals: map[string]float64{}}
+				a.numeric[f.GetName()] = &numericColumn{dirty: true}
 			}
 		}
 	}
 	return a
 }
 
-// setAll records field's value of every change (absent, null or not a
-// number: removed) under one lock.
-func (n *numericColumn) setAll(field string, changes []docstore.Change) {
+// stale marks the column out of date (E95): the changes themselves are
+// read back from the documents by the next range search.
+func (n *numericColumn) stale() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.dirty = true
-	var sc docstore.Scratch
-	for _, ch := range changes {
-		var v *apiv1.Value
-		if ch.New != nil && !ch.New.Deleted {
-			v = ch.New.FieldScratch(field, &sc)
-		}
-		if v == nil || !isNumericKind(v) {
-			delete(n.vals, ch.PK)
-			continue
-		}
-		n.vals[ch.PK] = asFloat(v)
-	}
+	n.mu.Unlock()
 }
 
-// rangeCandidates returns the sorted keys whose value lies in [lo, hi].
-func (n *numericColumn) rangeCandidates(lo, hi float64) []string {
+// rangeCandidates returns the sorted keys whose value of field lies in
+// [lo, hi], sorting the column from docs first when a write made it stale.
+// Called with the emulator's lock held (read or write), so docs is not
+// written meanwhile.
+func (n *numericColumn) rangeCandidates(docs *docstore.Store, field string, lo, hi float64) []string {
 	n.mu.Lock()
 	if n.dirty {
 		n.sorted = n.sorted[:0]
-		for pk, v := range n.vals {
-			n.sorted = append(n.sorted, numEntry{v, pk})
-		}
+		var sc docstore.Scratch
+		docs.Each(func(pk string, ent *docstore.Entry) {
+			if ent.Deleted {
+				return
+			}
+			if v := ent.FieldScratch(field, &sc); v != nil && isNumericKind(v) {
+				n.sorted = append(n.sorted, numEntry{asFloat(v), pk})
+			}
+		})
 		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].v < n.sorted[j].v })
 		n.dirty = false
 	}
@@ -414,8 +412,10 @@ func valueKey(v *apiv1.Value) (string, bool) {
 }
 
 func (a *auxIndex) apply(changes []docstore.Change) {
-	for field, col := range a.numeric {
-		col.setAll(field, changes)
+	if len(changes) > 0 {
+		for _, col := range a.numeric {
+			col.stale()
+		}
 	}
 	var sc docstore.Scratch // valueKey copies what it keeps
 	for field, post := range a.keyword {
@@ -446,17 +446,17 @@ func (a *auxIndex) apply(changes []docstore.Change) {
 
 // candidates returns the sorted keys that can match an EQ or IN filter on a
 // KEYWORD field; ok is false when the index cannot narrow the filter.
-func (a *auxIndex) candidates(f *apiv1.Filter) ([]string, bool) {
+func (a *auxIndex) candidates(docs *docstore.Store, f *apiv1.Filter) ([]string, bool) {
 	if col, ok := a.numeric[f.GetField()]; ok && isNumericKind(f.GetValue()) {
 		x := asFloat(f.GetValue())
 		inf := math.Inf(1)
 		switch f.GetOp() {
 		case apiv1.FilterOp_FILTER_OP_EQ:
-			return col.rangeCandidates(x, x), true
+			return col.rangeCandidates(docs, f.GetField(), x, x), true
 		case apiv1.FilterOp_FILTER_OP_LT, apiv1.FilterOp_FILTER_OP_LTE:
-			return col.rangeCandidates(-inf, x), true
+			return col.rangeCandidates(docs, f.GetField(), -inf, x), true
 		case apiv1.FilterOp_FILTER_OP_GT, apiv1.FilterOp_FILTER_OP_GTE:
-			return col.rangeCandidates(x, inf), true
+			return col.rangeCandidates(docs, f.GetField(), x, inf), true
 		}
 		return nil, false
 	}

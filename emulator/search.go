@@ -210,7 +210,7 @@ func (e *Emulator) search(ctx context.Context, req *apiv1.SearchRequest) (*apiv1
 		keys, narrowed := []string(nil), false
 		if c.aux != nil {
 			for _, f := range req.GetFilters() {
-				if cand, ok := c.aux.candidates(f); ok && (!narrowed || len(cand) < len(keys)) {
+				if cand, ok := c.aux.candidates(c.docs, f); ok && (!narrowed || len(cand) < len(keys)) {
 					keys, narrowed = cand, true
 				}
 			}
