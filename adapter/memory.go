@@ -26,7 +26,7 @@ func newMemoryQuota(limit int64) (*memquota.Quota, error) {
 		return nil, err
 	}
 	// The reserve also holds the log puller's event queue (LP19): those
-	// events are already in memory and are charged, never refused.
+	// events are charged as they are decoded and may take the reserve.
 	q.SetReserve(limit/IndexReserveShare + logpuller.EventQueueBytesFor(limit))
 	return q, nil
 }

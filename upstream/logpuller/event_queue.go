@@ -31,29 +31,47 @@ type eventQueue struct {
 	quota *memquota.Quota
 
 	mu    sync.Mutex
-	bytes int64
+	stats QueueStats
 	// wait is closed when bytes go down; nil while nobody waits.
 	wait chan struct{}
-	peak int64
 }
 
-// admit waits until n more bytes fit under the bound (an empty queue
-// admits any event: one larger than the bound passes alone), then counts
-// and charges them. It returns false when ctx ends first.
-func (q *eventQueue) admit(ctx context.Context, n int64) bool {
+// QueueStats is the event queue's accounting (LP19).
+type QueueStats struct {
+	// Bytes is the heap of the events received and not yet handled, Peak
+	// the most ever at once.
+	Bytes, Peak int64
+	// Uncharged counts the events the memory quota could not take (each
+	// passed alone, through an empty queue), UnchargedBytes their heap.
+	Uncharged, UnchargedBytes int64
+}
+
+// admit waits until an event of n bytes fits under the bound and the
+// memory quota (its reserve included), then counts and charges it, and
+// returns the bytes charged. An empty queue admits any event: one larger
+// than the bound passes alone, and one the quota cannot take passes
+// uncharged (counted), since it is already in memory and Run needs it to
+// free what holds the quota. It returns false when ctx ends first.
+func (q *eventQueue) admit(ctx context.Context, n int64) (charged int64, ok bool) {
 	for {
 		q.mu.Lock()
-		if q.bytes == 0 || q.bytes+n <= q.limit {
-			q.bytes += n
-			q.peak = max(q.peak, q.bytes)
-			// The event is already in memory (received and decoded):
-			// it is counted, never refused. The adapter's reserve holds
-			// the queue's bound, so the holders that spill leave it room.
-			// (Charged under the lock: the queue's bytes and its charge
-			// move together.)
-			q.quota.Force(n)
-			q.mu.Unlock()
-			return true
+		if q.stats.Bytes == 0 || q.stats.Bytes+n <= q.limit {
+			switch {
+			case q.quota.TryAcquireReserved(n):
+				charged = n
+			case q.stats.Bytes == 0:
+				q.stats.Uncharged++
+				q.stats.UnchargedBytes += n
+			default:
+				charged = -1 // wait for the queue to give its charge back
+			}
+			if charged >= 0 {
+				q.stats.Bytes += n
+				q.stats.Peak = max(q.stats.Peak, q.stats.Bytes)
+				q.mu.Unlock()
+				return charged, true
+			}
+			charged = 0
 		}
 		if q.wait == nil {
 			q.wait = make(chan struct{})
@@ -63,20 +81,21 @@ func (q *eventQueue) admit(ctx context.Context, n int64) bool {
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return false
+			return 0, false
 		}
 	}
 }
 
-// done gives back n bytes admitted earlier: Run handled (or dropped) the
-// event, and the core kept only its own copies of what it holds.
-func (q *eventQueue) done(n int64) {
+// done gives back an event admitted earlier (n bytes queued, charged of
+// them charged): Run handled (or dropped) it, and the core kept only its
+// own copies of what it holds.
+func (q *eventQueue) done(n, charged int64) {
 	if n <= 0 {
 		return
 	}
 	q.mu.Lock()
-	q.quota.Release(n)
-	q.bytes -= n
+	q.quota.Release(charged)
+	q.stats.Bytes -= n
 	if q.wait != nil {
 		close(q.wait)
 		q.wait = nil
@@ -84,11 +103,11 @@ func (q *eventQueue) done(n int64) {
 	q.mu.Unlock()
 }
 
-// held is the bytes counted now and the most ever counted at once.
-func (q *eventQueue) held() (now, peak int64) {
+// snapshot copies the accounting.
+func (q *eventQueue) snapshot() QueueStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.bytes, q.peak
+	return q.stats
 }
 
 // EventHeapBytes is the heap a decoded ChangeDataEvent holds, as gogo

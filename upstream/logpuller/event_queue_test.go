@@ -98,7 +98,7 @@ func (g *gateConsumer) ConsumeKV(es []kvevent.RawKVEntry) {
 	g.once.Do(func() {
 		q := &g.src.queue
 		q.mu.Lock()
-		g.cores = g.mem.Used() - q.bytes
+		g.cores = g.mem.Used() - q.stats.Bytes
 		q.mu.Unlock()
 		close(g.entered)
 		<-g.open
@@ -160,8 +160,9 @@ func TestLP19_EventQueueBoundedAndCharged(t *testing.T) {
 		biggest = EventHeapBytes(ev)
 	}
 	// The receiver admits events until the next does not fit.
-	eventually(t, "a full queue", func() bool { now, _ := rs.src.QueueBytes(); return now+biggest > bound })
-	now, peak := rs.src.QueueBytes()
+	eventually(t, "a full queue", func() bool { return rs.src.QueueStats().Bytes+biggest > bound })
+	st := rs.src.QueueStats()
+	now, peak := st.Bytes, st.Peak
 	require.Positive(t, now)
 	require.Equal(t, g.cores+now, mem.Used(), "the queue's bytes are charged to the memory quota beside the cores' charges")
 	require.LessOrEqual(t, peak, int64(bound), "the queue stays within its bound")
@@ -169,11 +170,59 @@ func TestLP19_EventQueueBoundedAndCharged(t *testing.T) {
 	require.Less(t, now, total/4, "the receiver stopped at the bound instead of taking every event")
 	close(g.open)
 	eventually(t, "every row", func() bool { return g.count() == rows })
-	_, peak = rs.src.QueueBytes()
+	peak = rs.src.QueueStats().Peak
 	require.LessOrEqual(t, peak, int64(bound), "the queue stayed within its bound")
 	require.GreaterOrEqual(t, mem.Peak(), peak, "the queue's peak was charged")
 	require.NoError(t, rs.stop(t))
-	now, _ = rs.src.QueueBytes()
-	require.Zero(t, now)
+	require.Zero(t, rs.src.QueueStats().Bytes)
+	require.Zero(t, rs.src.QueueStats().Uncharged)
 	require.Zero(t, mem.Used(), "every queued byte goes back once handled or dropped")
+}
+
+// LP19: the queue charges what the quota (its reserve included) can take;
+// an event it cannot take waits for the queue to give its charge back,
+// and passes uncharged (counted) only through an empty queue, so the
+// quota is never passed and Run always gets the event it needs.
+func TestLP19_EventTheQuotaCannotTakePassesUncharged(t *testing.T) {
+	mem := mustQuota(t, "memory-quota", 100<<10)
+	mem.SetReserve(40 << 10)
+	require.True(t, mem.TryAcquire(50<<10), "others hold half")
+	q := &eventQueue{limit: 64 << 10, quota: mem}
+	ctx := context.Background()
+
+	c1, ok := q.admit(ctx, 30<<10)
+	require.True(t, ok)
+	require.Equal(t, int64(30<<10), c1, "charged, from the reserve too")
+	require.Equal(t, int64(80<<10), mem.Used())
+
+	// 30 KiB more fit the bound but not the quota: it waits for the queue.
+	got := make(chan int64)
+	go func() {
+		c, ok := q.admit(ctx, 30<<10)
+		if !ok {
+			c = -1
+		}
+		got <- c
+	}()
+	select {
+	case <-got:
+		t.Fatal("an event the quota cannot take was admitted beside a queued one")
+	default:
+	}
+	q.done(30<<10, c1)
+	require.Equal(t, int64(30<<10), <-got, "charged once the queue gave its charge back")
+	require.Equal(t, int64(80<<10), mem.Used())
+	q.done(30<<10, 30<<10)
+
+	// An event larger than the quota's room passes an empty queue uncharged.
+	c3, ok := q.admit(ctx, 200<<10)
+	require.True(t, ok)
+	require.Zero(t, c3)
+	st := q.snapshot()
+	require.Equal(t, QueueStats{Bytes: 200 << 10, Peak: 200 << 10, Uncharged: 1, UnchargedBytes: 200 << 10}, st)
+	require.Equal(t, int64(50<<10), mem.Used())
+	require.LessOrEqual(t, mem.Peak(), int64(100<<10), "the quota is never passed")
+	q.done(200<<10, c3)
+	require.Zero(t, q.snapshot().Bytes)
+	require.Equal(t, int64(50<<10), mem.Used())
 }

@@ -68,8 +68,9 @@ type streamMsg struct {
 	st  *Stream
 	ev  *cdcpb.ChangeDataEvent
 	err error
-	// bytes is ev's heap, admitted to the event queue (LP19).
-	bytes int64
+	// bytes is ev's heap, admitted to the event queue, charged the part
+	// of it charged to the memory quota (LP19).
+	bytes, charged int64
 }
 
 // NewGRPCSource returns a source using cfg. Nothing is dialled before Run.
@@ -218,22 +219,23 @@ func (s *GRPCSource) shutdown() {
 			for {
 				select {
 				case m := <-s.events:
-					s.queue.done(m.bytes)
+					s.queue.done(m.bytes, m.charged)
 				default:
 					return
 				}
 			}
 		case m := <-s.events:
-			s.queue.done(m.bytes)
+			s.queue.done(m.bytes, m.charged)
 		case <-s.resolvedCh:
 		case <-s.tsoCh:
 		}
 	}
 }
 
-// QueueBytes is the heap bytes of received events Run has not finished
-// with, and the most ever held at once (LP19).
-func (s *GRPCSource) QueueBytes() (now, peak int64) { return s.queue.held() }
+// QueueStats is the event queue's accounting: the heap of received events
+// Run has not finished with, its peak, and the events the memory quota
+// could not take (LP19).
+func (s *GRPCSource) QueueStats() QueueStats { return s.queue.snapshot() }
 
 // grpcDialer opens the driver's streams as gRPC EventFeed(V2) calls, each
 // run by its own goroutines (runStream).
@@ -272,7 +274,7 @@ func (s *GRPCSource) conn(addr string) (*grpc.ClientConn, error) {
 }
 
 func (s *GRPCSource) handleMsg(m streamMsg) error {
-	defer s.queue.done(m.bytes)
+	defer s.queue.done(m.bytes, m.charged)
 	if m.st.Dead() {
 		return nil // leftovers of a stream already given up
 	}

@@ -125,13 +125,14 @@ func (s *GRPCSource) runStream(st *grpcStream) {
 			// LP19: the receiver waits while the queue holds its bound, so
 			// gRPC flow control stops the store instead of the heap growing.
 			n := EventHeapBytes(ev)
-			if !s.queue.admit(st.ctx, n) {
+			charged, ok := s.queue.admit(st.ctx, n)
+			if !ok {
 				return
 			}
 			select {
-			case s.events <- streamMsg{st: st.ds, ev: ev, bytes: n}:
+			case s.events <- streamMsg{st: st.ds, ev: ev, bytes: n, charged: charged}:
 			case <-s.baseCtx.Done():
-				s.queue.done(n)
+				s.queue.done(n, charged)
 			}
 		}
 	}()
