@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -114,71 +115,112 @@ func WaitSafe(ctx context.Context, emu *emulator.Emulator, tables []TableRef, ts
 func CheckConsistency(ctx context.Context, snap kvevent.SnapshotReader, emu *emulator.Emulator, tables []TableRef, ts uint64) ([]Diff, error) {
 	var diffs []Diff
 	for _, ref := range tables {
-		coll := ref.CollectionName()
-		snap, err := ReadTableAt(ctx, snap, ref.DB, ref.Table, ts)
+		d, err := checkTable(ctx, snap, emu, ref, ts)
 		if err != nil {
 			return nil, err
 		}
-		cols := map[string]*model.ColumnInfo{}
-		for _, c := range snap.Table.Columns {
-			cols[c.Name.O] = c
-		}
-		docs, err := Documents(ctx, emu, coll)
-		if err != nil {
-			return nil, err
-		}
-		byKey := make(map[string]*apiv1.Document, len(docs))
-		for _, d := range docs {
-			byKey[d.PrimaryKey] = d
-		}
-		seen := map[string]bool{}
-		table := minicdc.NewTableInfo(snap.Table)
-		for _, row := range snap.Rows {
-			pk, want, err := normalize.RowDocument(table, row.Key, minicdc.ValuesOf(row.Values))
-			if err != nil {
-				return nil, fmt.Errorf("verify: %s row %x: %w", ref, row.Key, err)
-			}
-			seen[pk] = true
-			doc := byKey[pk]
-			if doc == nil {
-				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, What: "row missing from the collection"})
-				continue
-			}
-			for _, name := range sortedNames(want) {
-				w := want[name]
-				got, ok := doc.Fields[name]
-				if !ok {
-					// E28: an ADDITIVE schema change keeps documents as
-					// stored, so a row untouched since an ADD COLUMN has
-					// no field for it while upstream reads the column's
-					// origin default (or NULL).
-					if c := cols[name]; c != nil && datumText(row.Values[c.Offset]) == originDefaultText(c) {
-						continue
-					}
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: "<absent>",
-						What: fmt.Sprintf("field %q missing, expected %s", name, ValueText(w))})
-					continue
-				}
-				if !proto.Equal(w, got) {
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: ValueText(got),
-						What: fmt.Sprintf("field %q: expected %s, actual %s", name, ValueText(w), ValueText(got))})
-				}
-			}
-			for _, name := range sortedNames(doc.Fields) {
-				if _, ok := want[name]; !ok {
-					diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: "<absent>", Actual: ValueText(doc.Fields[name]),
-						What: fmt.Sprintf("field %q = %s is not a column of the upstream row", name, ValueText(doc.Fields[name]))})
-				}
-			}
-		}
-		for _, d := range docs {
-			if !seen[d.PrimaryKey] {
-				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: d.PrimaryKey, What: "document has no upstream row"})
-			}
-		}
+		diffs = append(diffs, d...)
 	}
 	sort.Slice(diffs, func(i, j int) bool { return diffs[i].String() < diffs[j].String() })
 	return diffs, nil
+}
+
+// checkTable compares one table with its collection a page of rows at a
+// time (V1): each upstream row is looked up in the collection by key, then
+// the collection is scanned page by page for documents no row produced.
+// What it holds is a page of rows and the set of keys seen, not both
+// sides of the table: a check of a table of millions of rows must not
+// need gigabytes.
+func checkTable(ctx context.Context, snap kvevent.SnapshotReader, emu *emulator.Emulator, ref TableRef, ts uint64) ([]Diff, error) {
+	var diffs []Diff
+	coll := ref.CollectionName()
+	seen := map[string]struct{}{}
+	var cols map[string]*model.ColumnInfo
+	var table *minicdc.TableInfo
+	var docs normalize.DocumentBuilder
+	err := scanTableAt(ctx, snap, ref.DB, ref.Table, ts, func(at *TableAt) error {
+		if table == nil {
+			table = minicdc.NewTableInfo(at.Table)
+			cols = map[string]*model.ColumnInfo{}
+			for _, c := range at.Table.Columns {
+				cols[c.Name.O] = c
+			}
+		}
+		for _, row := range at.Rows {
+			pk, want, err := docs.Row(table, row.Key, minicdc.ValuesOf(row.Values))
+			if err != nil {
+				return fmt.Errorf("verify: %s row %x: %w", ref, row.Key, err)
+			}
+			// A copy: pk is carved from the page's value slabs, which a
+			// kept substring would hold alive for the whole check.
+			seen[strings.Clone(pk)] = struct{}{}
+			resp, err := emu.GetDocument(ctx, &apiv1.GetDocumentRequest{Collection: coll, PrimaryKey: pk})
+			if err != nil {
+				return fmt.Errorf("verify: reading %q key %s: %w", coll, pk, err)
+			}
+			if !resp.GetFound() {
+				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, What: "row missing from the collection"})
+				continue
+			}
+			diffs = append(diffs, fieldDiffs(ref, coll, pk, cols, row, want, resp.GetDocument().GetFields())...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	after := ""
+	for {
+		page, _, err := emu.Scan(ctx, coll, nil, after, documentPage)
+		if err != nil {
+			return nil, fmt.Errorf("verify: scanning %q: %w", coll, err)
+		}
+		for _, d := range page {
+			if _, ok := seen[d.PrimaryKey]; !ok {
+				diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: d.PrimaryKey, What: "document has no upstream row"})
+			}
+		}
+		if len(page) < documentPage {
+			return diffs, nil
+		}
+		after = page[len(page)-1].PrimaryKey
+	}
+}
+
+// documentPage is the page size of the collection scans.
+const documentPage = 1000
+
+// fieldDiffs compares one upstream row's expected fields with the
+// document's.
+func fieldDiffs(ref TableRef, coll, pk string, cols map[string]*model.ColumnInfo, row TableRow, want, got map[string]*apiv1.Value) []Diff {
+	var diffs []Diff
+	for _, name := range sortedNames(want) {
+		w := want[name]
+		g, ok := got[name]
+		if !ok {
+			// E28: an ADDITIVE schema change keeps documents as
+			// stored, so a row untouched since an ADD COLUMN has
+			// no field for it while upstream reads the column's
+			// origin default (or NULL).
+			if c := cols[name]; c != nil && datumText(row.Values[c.Offset]) == originDefaultText(c) {
+				continue
+			}
+			diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: "<absent>",
+				What: fmt.Sprintf("field %q missing, expected %s", name, ValueText(w))})
+			continue
+		}
+		if !proto.Equal(w, g) {
+			diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: ValueText(w), Actual: ValueText(g),
+				What: fmt.Sprintf("field %q: expected %s, actual %s", name, ValueText(w), ValueText(g))})
+		}
+	}
+	for _, name := range sortedNames(got) {
+		if _, ok := want[name]; !ok {
+			diffs = append(diffs, Diff{Table: ref, Collection: coll, Key: pk, Field: name, Expected: "<absent>", Actual: ValueText(got[name]),
+				What: fmt.Sprintf("field %q = %s is not a column of the upstream row", name, ValueText(got[name]))})
+		}
+	}
+	return diffs
 }
 
 func sortedNames(m map[string]*apiv1.Value) []string {
@@ -282,34 +324,59 @@ const snapshotPage = 4096
 // A table that does not exist at ts, a ts below the GC safe point and a
 // row that does not decode are errors naming the table and the ts.
 func ReadTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string, ts uint64) (*TableAt, error) {
-	ti, schemaID, err := schemastore.LookupTable(ctx, r, ts, db, table)
+	var out *TableAt
+	err := scanTableAt(ctx, r, db, table, ts, func(page *TableAt) error {
+		if out == nil {
+			out = &TableAt{SchemaID: page.SchemaID, Table: page.Table}
+		}
+		out.Rows = append(out.Rows, page.Rows...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := &TableAt{SchemaID: schemaID, Table: ti}
+	return out, nil
+}
+
+// scanTableAt is ReadTableAt a page at a time: fn gets the table and the
+// next page of rows (at least once, with no rows for an empty table);
+// the rows are fn's to keep.
+func scanTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string, ts uint64, fn func(page *TableAt) error) error {
+	ti, schemaID, err := schemastore.LookupTable(ctx, r, ts, db, table)
+	if err != nil {
+		return err
+	}
 	m := mounter.New(mounter.Config{})
 	var rc mounter.RowChange
+	called := false
 	for _, phys := range ti.PhysicalIDs() {
 		start := tablecodec.EncodeRecordPrefix(nil, phys)
 		end := tablecodec.PrefixNext(start)
 		for {
 			kvs, err := r.Scan(ctx, start, end, ts, snapshotPage)
 			if err != nil {
-				return nil, fmt.Errorf("verify: read %s.%s (physical table %d) at ts %d: %w", db, table, phys, ts, err)
+				return fmt.Errorf("verify: read %s.%s (physical table %d) at ts %d: %w", db, table, phys, ts, err)
 			}
+			page := &TableAt{SchemaID: schemaID, Table: ti, Rows: make([]TableRow, 0, len(kvs))}
 			for _, kv := range kvs {
 				entry := kvevent.RawKVEntry{OpType: kvevent.OpTypePut, Key: kv.Key, Value: kv.Value, CRTs: ts}
 				if err := m.Decode(&entry, ti, &rc); err != nil {
-					return nil, fmt.Errorf("verify: decode row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+					return fmt.Errorf("verify: decode row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
 				}
 				ds, err := rc.Row.Datums(nil)
 				if err != nil {
-					return nil, fmt.Errorf("verify: row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
+					return fmt.Errorf("verify: row %x of %s.%s at ts %d: %w", kv.Key, db, table, ts, err)
 				}
 				for i := range ds {
 					ds[i] = ds[i].Clone()
 				}
-				out.Rows = append(out.Rows, TableRow{PhysicalID: phys, Key: bytes.Clone(kv.Key), Values: ds})
+				page.Rows = append(page.Rows, TableRow{PhysicalID: phys, Key: bytes.Clone(kv.Key), Values: ds})
+			}
+			if len(page.Rows) > 0 || !called {
+				called = true
+				if err := fn(page); err != nil {
+					return err
+				}
 			}
 			if len(kvs) < snapshotPage {
 				break
@@ -317,7 +384,10 @@ func ReadTableAt(ctx context.Context, r kvevent.SnapshotReader, db, table string
 			start = append(bytes.Clone(kvs[len(kvs)-1].Key), 0)
 		}
 	}
-	return out, nil
+	if !called {
+		return fn(&TableAt{SchemaID: schemaID, Table: ti})
+	}
+	return nil
 }
 
 // CheckNow takes clock's current ts, waits (up to wait) until every
