@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -81,7 +83,8 @@ var (
 	mSpillFiles    = desc("sfemu_spill_files", "Spill files on disk (sorted runs of rows past the memory quota).")
 	mReorderHeld   = desc("sfemu_reorder_held_bytes", "Bytes a source partition's reorder buffer holds in memory (charged to the memory quota).", "collection", "partition")
 	mReorderSpilld = desc("sfemu_reorder_spilled_bytes", "Bytes of a source partition's spill files not yet removed.", "collection", "partition")
-	memoryDescs    = []*prometheus.Desc{mMemoryQuota, mMemoryHeld, mSpillQuota, mSpilledBytes, mSpillFiles, mReorderHeld, mReorderSpilld}
+	mMemoryLimit   = desc("sfemu_memory_limit_bytes", "The Go runtime's soft memory limit: the adapter's (RS11) or GOMEMLIMIT's; 0 when there is none.")
+	memoryDescs    = []*prometheus.Desc{mMemoryQuota, mMemoryHeld, mSpillQuota, mSpilledBytes, mSpillFiles, mReorderHeld, mReorderSpilld, mMemoryLimit}
 )
 
 // collectMemory adds the quota figures to a scrape; cur is the running
@@ -109,6 +112,16 @@ func collectMemory(gauge func(d *prometheus.Desc, val float64, labels ...string)
 		files += int(mf)
 	}
 	gauge(mSpillFiles, float64(files))
+	gauge(mMemoryLimit, float64(goMemoryLimit()))
+}
+
+// goMemoryLimit is the runtime's soft memory limit as set now (by
+// adapter.Memory.LimitGC, RS11, or GOMEMLIMIT), 0 for none.
+func goMemoryLimit() int64 {
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		return l
+	}
+	return 0
 }
 
 // memoryWords is the status line's part: held and spilled MiB, spill

@@ -93,6 +93,11 @@ func TestBinaryMetricsListed(t *testing.T) {
 	if v := sampleValues(body, "sfemu_puller_region_resolved_lag_seconds"); len(v) == 0 || len(v) > maxRegionSeries {
 		t.Errorf("per-region lag series: %d, want 1..%d", len(v), maxRegionSeries)
 	}
+	// RS11: sfemu run sets the soft memory limit to at least the default
+	// --memory-quota (512 MiB) + 128 MiB less the binary's non-Go memory.
+	if v := sampleValues(body, "sfemu_memory_limit_bytes"); len(v) != 1 || v[0] < 512<<20 {
+		t.Errorf("sfemu_memory_limit_bytes = %v, want the adapter's soft memory limit (RS11) above the 512 MiB quota", v)
+	}
 	if !strings.Contains(body, `sfemu_adapter_state{state="streaming"} 1`) {
 		t.Errorf("adapter not streaming in the scrape")
 	}
