@@ -96,6 +96,18 @@ func checkHandler(up *adapter.Upstream, emu *emulator.Emulator, tables func() []
 	})
 }
 
+// noWriteTimeout lifts the server's write timeout (2 minutes, for the
+// API's bounded waits) from one handler's responses: a consistency check
+// of millions of rows takes as long as it takes (SR3). A client that
+// gives up closes the connection, which cancels the request's context
+// and so the check.
+func noWriteTimeout(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		h.ServeHTTP(w, r)
+	})
+}
+
 func checkOnce(ctx context.Context, up *adapter.Upstream, emu *emulator.Emulator, tables []adapter.TableRef) checkResult {
 	ts, diffs, err := verify.CheckNow(ctx, up.Clock(), up.Snapshot(), emu, tables, 30*time.Second)
 	res := checkResult{Ts: ts, OK: err == nil && len(diffs) == 0, Diffs: []string{}}

@@ -101,7 +101,7 @@ func serve(ctx context.Context, cfg runConfig, out io.Writer, s session) error {
 			return s.tables
 		}
 	}
-	mux.Handle("/admin/check", prettyJSON(checkHandler(up, emu, checked, &pause, cfg.Token, !s.demo)))
+	mux.Handle("/admin/check", noWriteTimeout(prettyJSON(checkHandler(up, emu, checked, &pause, cfg.Token, !s.demo))))
 	mux.Handle("/admin/tables", prettyJSON(tablesHandler(view.currentAdapter, cfg.Token)))
 	mux.Handle("/", api)
 	hs, err := httpapi.Start(httpAddr, mux)
