@@ -25,6 +25,23 @@ type Range struct {
 	Done bool   `json:"done,omitempty"`
 	// Rows is the number of rows acknowledged in the range.
 	Rows uint64 `json:"rows,omitempty"`
+	// Bound, when set, is where the range's rows end as estimated when it
+	// was planned (SN14: the cut key, or just past the last row): the
+	// progress's fraction of the range read is measured against it (SN8).
+	// Nil: unknown (a region's range may hold rows up to its end or none).
+	Bound []byte `json:"bound,omitempty"`
+}
+
+// readFraction is the part of the range read once its scan resumes at
+// next, from 0 to 1 with the keys read as numbers (-1: no Bound).
+func (r *Range) readFraction(next []byte) float64 {
+	if r.Bound == nil {
+		return -1
+	}
+	if next == nil {
+		return 0
+	}
+	return keyFraction(r.Start, next, r.Bound)
 }
 
 // resume is where the range's next scan starts.
@@ -196,6 +213,9 @@ func (s *State) Check() error {
 			}
 			if r.Next != nil && (bytes.Compare(r.Next, r.Start) < 0 || (len(r.End) > 0 && bytes.Compare(r.Next, r.End) > 0)) {
 				return fmt.Errorf("snapshot: table %s range %d resume key %x outside [%x, %x)", t.Name, i, r.Next, r.Start, r.End)
+			}
+			if r.Bound != nil && (bytes.Compare(r.Bound, r.Start) <= 0 || (len(r.End) > 0 && bytes.Compare(r.Bound, r.End) > 0)) {
+				return fmt.Errorf("snapshot: table %s range %d progress bound %x outside (%x, %x]", t.Name, i, r.Bound, r.Start, r.End)
 			}
 		}
 	}

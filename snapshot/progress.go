@@ -21,7 +21,8 @@ type TableProgress struct {
 	RangesTotal int     `json:"ranges_total"`
 	RowsPerSec  float64 `json:"rows_per_sec"`
 	// ETASeconds estimates the time left from the ranges still to read
-	// at the table's rate so far (-1: unknown yet).
+	// at the table's rate so far, a range in the middle counted by the
+	// part of its progress bound read (-1: unknown yet).
 	ETASeconds float64 `json:"eta_seconds"`
 	// State: "waiting", "reading", "done" (every range read and the
 	// partitions' progress stored at S).
@@ -43,13 +44,16 @@ func (p TableProgress) Line() string {
 // tableCounters are one logical table's counters (its physical tables
 // summed).
 type tableCounters struct {
-	collection        string
-	ts                uint64
-	rows, baseRows    uint64 // baseRows: acknowledged before this run
-	done, total       int
-	baseDone          int
-	partsLeft         int
-	started, finished time.Time
+	collection     string
+	ts             uint64
+	rows, baseRows uint64 // baseRows: acknowledged before this run
+	done, total    int
+	baseDone       int
+	// partial sums the read fractions of the ranges being read that have
+	// a progress bound (SN8, SN14); basePartial is Begin's.
+	partial, basePartial float64
+	partsLeft            int
+	started, finished    time.Time
 }
 
 // Progress collects the counters of the snapshots of one adapter. It is
@@ -58,6 +62,13 @@ type Progress struct {
 	mu     sync.Mutex
 	tables map[string]*tableCounters
 	order  []string
+	frac   map[fracKey]float64 // read fraction of each range counted in partial
+}
+
+// fracKey names a range of a table's current snapshot.
+type fracKey struct {
+	name string
+	t    Task
 }
 
 func (p *Progress) table(name string) *tableCounters {
@@ -85,6 +96,11 @@ func (p *Progress) Begin(st *State, now time.Time) {
 		if !seen[t.Name] {
 			seen[t.Name] = true
 			*c = tableCounters{collection: t.Collection, ts: st.Ts, started: now}
+			for k := range p.frac {
+				if k.name == t.Name {
+					delete(p.frac, k) // an earlier snapshot's
+				}
+			}
 		}
 		c.total += len(t.Ranges)
 		c.done += t.RangesDone()
@@ -94,6 +110,13 @@ func (p *Progress) Begin(st *State, now time.Time) {
 		if !t.Finished {
 			c.partsLeft++
 		}
+		for ri := range t.Ranges {
+			r := &t.Ranges[ri]
+			if f := r.readFraction(r.Next); !r.Done && f > 0 {
+				p.setFrac(c, fracKey{t.Name, Task{Table: i, Range: ri}}, f)
+				c.basePartial += f
+			}
+		}
 	}
 	for _, name := range p.order {
 		if c := p.tables[name]; seen[name] && c.partsLeft == 0 {
@@ -102,15 +125,33 @@ func (p *Progress) Begin(st *State, now time.Time) {
 	}
 }
 
-// addRows counts rows acknowledged for table name; rangeDone that a range
-// was read completely.
-func (p *Progress) addRows(name string, rows uint64, rangeDone bool) {
+// addRows counts rows acknowledged for table name in range t; rangeDone
+// that the range was read completely, else frac is the part of it read
+// (-1: unknown).
+func (p *Progress) addRows(name string, t Task, rows uint64, rangeDone bool, frac float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.table(name)
 	c.rows += rows
 	if rangeDone {
+		p.setFrac(c, fracKey{name, t}, 0)
 		c.done++
+	} else if frac >= 0 {
+		p.setFrac(c, fracKey{name, t}, frac)
+	}
+}
+
+// setFrac records range t's read fraction in c's partial sum (0 removes
+// it).
+func (p *Progress) setFrac(c *tableCounters, k fracKey, f float64) {
+	if p.frac == nil {
+		p.frac = map[fracKey]float64{}
+	}
+	c.partial += f - p.frac[k]
+	if f == 0 {
+		delete(p.frac, k)
+	} else {
+		p.frac[k] = f
 	}
 }
 
@@ -141,8 +182,9 @@ func (p *Progress) Report(now time.Time) []TableProgress {
 		}
 		if el := end.Sub(c.started).Seconds(); el > 0 {
 			tp.RowsPerSec = float64(c.rows-c.baseRows) / el
-			if run := c.done - c.baseDone; run > 0 && c.done < c.total {
-				tp.ETASeconds = el / float64(run) * float64(c.total-c.done)
+			units := float64(c.done) + c.partial
+			if run := units - float64(c.baseDone) - c.basePartial; run > 0 && c.done < c.total {
+				tp.ETASeconds = el / run * max(float64(c.total)-units, 0)
 			}
 		}
 		switch {

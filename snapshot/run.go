@@ -240,11 +240,13 @@ func (r *runner) ack(ctx context.Context, t Task, next []byte, rows uint64, done
 		return err
 	}
 	name := r.st.Tables[t.Table].Name
+	rg := &r.st.Tables[t.Table].Ranges[t.Range]
+	frac := rg.readFraction(rg.Next)
 	allRead := done && r.st.Tables[t.Table].AllRead()
 	err := r.saveLocked(done)
 	r.mu.Unlock()
 	if r.cfg.Progress != nil {
-		r.cfg.Progress.addRows(name, rows, done)
+		r.cfg.Progress.addRows(name, t, rows, done, frac)
 	}
 	if err != nil {
 		return err

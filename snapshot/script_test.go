@@ -127,7 +127,16 @@ func TestScripts(t *testing.T) {
 				var rows uint64
 				d.ScanArgs(t, "table", &name)
 				d.ScanArgs(t, "rows", &rows)
-				prog.addRows(name, rows, d.HasArg("range-done"))
+				var task Task
+				frac := -1.0
+				if d.HasArg("range") {
+					d.ScanArgs(t, "table-index", &task.Table)
+					d.ScanArgs(t, "range", &task.Range)
+				}
+				if d.HasArg("frac") {
+					d.ScanArgs(t, "frac", &frac)
+				}
+				prog.addRows(name, task, rows, d.HasArg("range-done"), frac)
 				return "ok"
 			case "progress-finish":
 				var name string

@@ -67,7 +67,7 @@ func SplitRanges(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, rang
 	parts := (want + len(ranges) - 1) / len(ranges)
 	var out []Range
 	for _, r := range ranges {
-		first, last, err := rowBounds(ctx, rd, ts, r)
+		first, last, above, err := rowBounds(ctx, rd, ts, r)
 		if err != nil {
 			return nil, err
 		}
@@ -75,27 +75,32 @@ func SplitRanges(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, rang
 		if first != nil && bytes.Compare(first, last) < 0 {
 			cuts = SplitBetween(first, last, parts)
 		}
+		if len(cuts) == 0 {
+			out = append(out, r)
+			continue
+		}
 		start := r.Start
 		for _, k := range cuts {
-			out = append(out, Range{Start: bytes.Clone(start), End: k})
+			out = append(out, Range{Start: bytes.Clone(start), End: k, Bound: k})
 			start = k
 		}
-		out = append(out, Range{Start: bytes.Clone(start), End: bytes.Clone(r.End)})
+		// No row at or above it: the last part's progress bound.
+		out = append(out, Range{Start: bytes.Clone(start), End: bytes.Clone(r.End), Bound: bytes.Clone(above)})
 	}
 	return out, nil
 }
 
-// rowBounds finds r's first row key at ts and (about) its last: a key at
-// or below the last row's, with no row at or after the bisection's upper
-// bound. first is nil when r has no row at ts, or has no end to bisect
-// from.
-func rowBounds(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, r Range) (first, last []byte, err error) {
+// rowBounds finds r's first row key at ts and (about) its last: last is
+// a row's key at or below the last row's, above a key (at most r.End)
+// with no row at or after it. first is nil when r has no row at ts, or
+// has no end to bisect from.
+func rowBounds(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, r Range) (first, last, above []byte, err error) {
 	if len(r.End) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	kvs, err := rd.Scan(ctx, r.Start, r.End, ts, 1)
 	if err != nil || len(kvs) == 0 {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	lo, hi := bytes.Clone(kvs[0].Key), r.End
 	first = lo
@@ -109,7 +114,7 @@ func rowBounds(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, r Rang
 		}
 		kvs, err := rd.Scan(ctx, mid[0], hi, ts, 1)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(kvs) > 0 {
 			lo = bytes.Clone(kvs[0].Key)
@@ -117,7 +122,7 @@ func rowBounds(ctx context.Context, rd kvevent.SnapshotReader, ts uint64, r Rang
 			hi = mid[0]
 		}
 	}
-	return first, lo, nil
+	return first, lo, hi, nil
 }
 
 // narrow reports whether hi - lo is below (lo - first) / 1024, all read as
@@ -130,4 +135,19 @@ func narrow(first, lo, hi []byte) bool {
 	gap := new(big.Int).Sub(b, a)
 	span := new(big.Int).Sub(a, f)
 	return span.Sign() > 0 && gap.Lsh(gap, 10).Cmp(span) < 0
+}
+
+// keyFraction is where key lies between start and bound, from 0 to 1,
+// all read as numbers of one length.
+func keyFraction(start, key, bound []byte) float64 {
+	l := max(len(start), len(key), len(bound)) + 1
+	a := new(big.Int).SetBytes(padRight(start, l))
+	k := new(big.Int).SetBytes(padRight(key, l))
+	b := new(big.Int).SetBytes(padRight(bound, l))
+	span := new(big.Float).SetInt(new(big.Int).Sub(b, a))
+	if span.Sign() <= 0 {
+		return 1
+	}
+	f, _ := new(big.Float).Quo(new(big.Float).SetInt(new(big.Int).Sub(k, a)), span).Float64()
+	return min(max(f, 0), 1)
 }

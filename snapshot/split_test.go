@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math/rand"
 	"testing"
+	"time"
 )
 
 // recKey is an int-handle record key of table 42 (t{42}_r{handle}, both
@@ -117,5 +118,51 @@ func TestSN14_SplitRangesByKeys(t *testing.T) {
 	rs, err = SplitRanges(ctx, rd, 9, one, 4)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("one-row range: %d ranges, %v", len(rs), err)
+	}
+}
+
+// TestSN14_ProgressKnowsETABeforeARangeEnds: the ranges a split makes
+// carry a progress bound, so the runner reports an ETA while no range has
+// ended yet (SN8), and the parts' bounds lie inside them.
+func TestSN14_ProgressKnowsETABeforeARangeEnds(t *testing.T) {
+	ctx := context.Background()
+	var keys [][]byte
+	for h := int64(1); h <= 20000; h++ {
+		keys = append(keys, recKey(h))
+	}
+	rd := &memReader{keys: keys}
+	rs, err := SplitRanges(ctx, rd, 9, []Range{recRange()}, 2)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("%d ranges, %v", len(rs), err)
+	}
+	for i, r := range rs {
+		if r.Bound == nil || bytes.Compare(r.Bound, r.Start) <= 0 || bytes.Compare(r.Bound, r.End) > 0 {
+			t.Fatalf("range %d [%x, %x): bound %x", i, r.Start, r.End, r.Bound)
+		}
+	}
+	if bytes.Compare(rs[1].Bound, recKey(20000)) <= 0 {
+		t.Fatalf("the last part's bound %x is not past the last row", rs[1].Bound)
+	}
+	st := &State{Version: StateVersion, Ts: 9, Epoch: 1, Tables: []Table{{Name: "t", Collection: "t", PhysicalID: 42, Ranges: rs}}}
+	prog := &Progress{}
+	var eta float64 = -2
+	chunks := 0
+	err = Run(ctx, st, Config{Reader: rd, Writer: newRec(), Concurrency: 1, ChunkRows: 1000, Progress: prog,
+		AfterChunk: func(Task, int) error {
+			chunks++
+			if chunks == 5 {
+				rep := prog.Report(time.Now().Add(time.Second))
+				if rep[0].RangesDone != 0 {
+					t.Errorf("a range ended after 5 chunks of 1000 of 2 x 10000 rows")
+				}
+				eta = rep[0].ETASeconds
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eta <= 0 {
+		t.Fatalf("SN8/SN14: ETA %v while the first range was a quarter read, want a time", eta)
 	}
 }
