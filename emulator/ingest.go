@@ -6,6 +6,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 	"github.com/searchfabric/sfemu/emulator/storage"
 )
 
@@ -85,17 +86,36 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.I
 		lateBound = ps.GetResolvedTs()
 	}
 	var rs *contract.RowSchema
+	var view *docstore.RowView
 	if rows != nil {
-		if rows.Layout == nil || len(rows.Vals) != len(muts) {
-			return nil, contract.Errf(contract.ReasonInvalidBatch, "mutations", fmt.Sprintf("%d positional rows with a layout", len(muts)), fmt.Sprint(len(rows.Vals)), "the batch's rows do not match its mutations")
+		if rows.Layout == nil || rows.Len() != len(muts) || (rows.Enc != nil && rows.Vals != nil) {
+			got := fmt.Sprint(rows.Len())
+			if rows.Enc != nil && rows.Vals != nil {
+				got = "rows in both forms"
+			}
+			return nil, contract.Errf(contract.ReasonInvalidBatch, "mutations", fmt.Sprintf("%d positional rows with a layout", len(muts)), got, "the batch's rows do not match its mutations")
 		}
 		rs = c.schema.Bind(rows.Layout.Names)
+		if rows.Enc != nil {
+			view = &docstore.RowView{}
+		}
 	}
 	for i, m := range muts {
 		var err error
-		if rs != nil {
+		switch {
+		case view != nil:
+			// E96: the encoded row read as Values, then the same checks.
+			var vals []*apiv1.Value
+			if m.GetKind() == apiv1.MutationKind_MUTATION_KIND_UPSERT {
+				var verr error
+				if vals, verr = view.View(rows.Enc[i], len(rows.Layout.Names)); verr != nil {
+					return nil, contract.Errf(contract.ReasonInvalidMutation, fmt.Sprintf("mutations[%d].fields", i), fmt.Sprintf("an encoded row of %d values", len(rows.Layout.Names)), verr.Error(), "the encoded row is malformed")
+				}
+			}
+			err = rs.CheckRowAt(m, vals, i)
+		case rs != nil:
 			err = rs.CheckRowAt(m, rows.Vals[i], i)
-		} else {
+		default:
 			err = c.schema.CheckMutationAt(m, i)
 		}
 		if err != nil {
@@ -113,6 +133,8 @@ func (e *Emulator) ingest(b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.I
 		switch {
 		case m.GetKind() == apiv1.MutationKind_MUTATION_KIND_DELETE:
 			plan.Delete(m.GetPrimaryKey(), m.GetCommitTs())
+		case rows != nil && rows.Enc != nil:
+			plan.UpsertEncoded(m.GetPrimaryKey(), m.GetCommitTs(), rows.Layout, rows.Enc[i], b.GetSourcePartition())
 		case rows != nil:
 			_, err = plan.UpsertRow(m.GetPrimaryKey(), m.GetCommitTs(), rows.Layout, rows.Vals[i], b.GetSourcePartition())
 		default:

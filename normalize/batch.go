@@ -6,6 +6,7 @@ import (
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
 	"github.com/searchfabric/sfemu/emulator/contract"
+	"github.com/searchfabric/sfemu/emulator/docstore"
 	"github.com/searchfabric/sfemu/reorder"
 )
 
@@ -207,7 +208,7 @@ func (bb *batchBuilder) build(items []reorder.Item[Mutation]) (*apiv1.MutationBa
 		SchemaGenerationToken: bb.token,
 		Collection:            bb.collection,
 	}
-	rows := bb.alloc.assemble(b, len(items), func(i int) *Mutation { return &items[i].Value }, bb.positional)
+	rows := bb.alloc.assembleRows(b, len(items), func(i int) *Mutation { return &items[i].Value }, bb.positional)
 	for i := range items {
 		items[i].Value.release()
 	}
@@ -259,3 +260,123 @@ func (a *protoAlloc) assemble(b *apiv1.MutationBatch, n int, mut func(i int) *Mu
 	}
 	return rows
 }
+
+// assembleRows is assemble with the rows encoded (E96) when positional:
+// what a sink that takes rows (the emulator itself) gets.
+func (a *protoAlloc) assembleRows(b *apiv1.MutationBatch, n int, mut func(i int) *Mutation, positional bool) *contract.Rows {
+	if positional {
+		if rows := a.assembleEnc(b, n, mut); rows != nil {
+			return rows
+		}
+	}
+	return a.assemble(b, n, mut, false)
+}
+
+// uniformLayout is the one layout of the n mutations' upserts, nil when
+// there is none or more than one (the map form says it).
+func uniformLayout(n int, mut func(i int) *Mutation) *contract.Layout {
+	var sh *shape
+	for i := 0; i < n; i++ {
+		m := mut(i)
+		if m.vals == nil {
+			continue
+		}
+		if sh == nil {
+			sh = m.shape
+		} else if m.shape != sh && m.shape.Layout != sh.Layout {
+			return nil
+		}
+	}
+	if sh == nil {
+		return nil
+	}
+	return sh.Layout
+}
+
+// assembleEnc is assemble for a sink that takes encoded rows (E96): it
+// fills b's mutations without fields maps and returns their rows encoded
+// by the emulator's own value encoders (docstore), one exact-size slice
+// per upsert that the emulator keeps as the document's row, with no
+// Value built on either side. Only the primary keys are copied into one
+// immutable string. It returns nil (and fills nothing) unless every
+// upsert has one layout.
+func (a *protoAlloc) assembleEnc(b *apiv1.MutationBatch, n int, mut func(i int) *Mutation) *contract.Rows {
+	layout := uniformLayout(n, mut)
+	if layout == nil {
+		return nil
+	}
+	keys := 0
+	for i := 0; i < n; i++ {
+		m := mut(i)
+		keys += len(m.data) - int(m.pkOff)
+	}
+	kb := make([]byte, 0, keys)
+	for i := 0; i < n; i++ {
+		kb = append(kb, mut(i).pk()...)
+	}
+	ks := unsafe.String(unsafe.SliceData(kb), len(kb)) // kb is never written again
+	b.Mutations = make([]*apiv1.Mutation, 0, n)
+	rows := &contract.Rows{Layout: layout, Enc: make([][]byte, n)}
+	off := 0
+	for i := 0; i < n; i++ {
+		m := mut(i)
+		k := len(m.data) - int(m.pkOff)
+		pm := take(&a.muts)
+		pm.Seq = b.FirstSeq + uint64(i)
+		pm.CommitTs = m.CommitTs
+		pm.Kind = m.Kind
+		pm.PrimaryKey = ks[off : off+k]
+		off += k
+		b.Mutations = append(b.Mutations, pm)
+		if m.Kind != apiv1.MutationKind_MUTATION_KIND_DELETE {
+			rows.Enc[i] = encodeRow(m)
+		}
+	}
+	return rows
+}
+
+// encodeRow is m's compact row (E45) in its own exact-size slice.
+func encodeRow(m *Mutation) []byte {
+	size := 0
+	for i := range m.vals {
+		v := &m.vals[i]
+		switch v.kind {
+		case vNull:
+			size += docstore.SizeNull
+		case vInt:
+			size += docstore.SizeInt64(int64(v.num))
+		case vUint:
+			size += docstore.SizeUint64(v.num)
+		case vFloat:
+			size += docstore.SizeDouble
+		default:
+			size += docstore.SizeLenPrefixed(int(v.n), v.kind == vVector)
+		}
+	}
+	row := make([]byte, 0, size)
+	for i := range m.vals {
+		v := &m.vals[i]
+		switch v.kind {
+		case vNull:
+			row = docstore.AppendNull(row)
+		case vInt:
+			row = docstore.AppendInt64(row, int64(v.num))
+		case vUint:
+			row = docstore.AppendUint64(row, v.num)
+		case vFloat:
+			row = docstore.AppendDouble(row, math.Float64frombits(v.num))
+		case vString:
+			row = docstore.AppendString(row, str(m.data[v.off:v.off+v.n]))
+		case vJSON:
+			row = docstore.AppendJSON(row, str(m.data[v.off:v.off+v.n]))
+		case vBytes:
+			row = docstore.AppendBytes(row, m.data[v.off:v.off+v.n])
+		case vVector:
+			row = docstore.AppendVectorLE(row, m.data[v.off:v.off+v.n])
+		}
+	}
+	return row
+}
+
+// str views b as a string for the time of one append.
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

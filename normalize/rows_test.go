@@ -22,12 +22,13 @@ import (
 // rows it received positionally.
 type rowCounter struct {
 	*emulator.Emulator
-	batches, rows int
+	batches, rows, enc int
 }
 
 func (c *rowCounter) IngestRows(ctx context.Context, b *apiv1.MutationBatch, rows *contract.Rows) (*apiv1.IngestResponse, error) {
 	c.batches++
-	c.rows += len(rows.Vals)
+	c.rows += rows.Len()
+	c.enc += len(rows.Enc)
 	return c.Emulator.IngestRows(ctx, b, rows)
 }
 
@@ -93,6 +94,8 @@ func TestE44_BridgeAndSnapshotSendPositionalRows(t *testing.T) {
 	// 10 snapshot rows + 8 stream rows positionally; the one delete went
 	// alone in a batch of no values, which goes canonically.
 	require.Equal(t, 18, counter.rows, "rows sent positionally")
+	// The bridge's stream rows went encoded (E96).
+	require.Equal(t, 8, counter.enc, "rows sent encoded")
 	require.Greater(t, counter.batches, 4)
 }
 

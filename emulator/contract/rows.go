@@ -107,7 +107,23 @@ func (l *Layout) Index(name string) int {
 // for a delete), and the mutations' own fields maps are empty. The
 // in-process adapter builds batches this way; the API edge (gRPC, HTTP)
 // keeps the canonical map form.
+//
+// Enc is the encoded form of the same rows (E96), used instead of Vals
+// (one of the two is nil): Enc[i] is mutations[i]'s row as the emulator
+// keeps it in memory (E45), each layout slot encoded by the docstore
+// package's value encoders (docstore.AppendInt64, ... AppendAbsent; nil
+// for a delete). The emulator checks the bytes, runs the per-field checks
+// on the values they hold and keeps each admitted row as it is.
 type Rows struct {
 	Layout *Layout
 	Vals   [][]*apiv1.Value
+	Enc    [][]byte
+}
+
+// Len is the number of rows, in whichever form they travel.
+func (r *Rows) Len() int {
+	if r.Enc != nil {
+		return len(r.Enc)
+	}
+	return len(r.Vals)
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	apiv1 "github.com/searchfabric/sfemu/emulator/api/v1"
+	"github.com/searchfabric/sfemu/emulator/contract"
 )
 
 // The compact row (E45): a live document is kept in memory as one byte
@@ -41,21 +42,20 @@ func AppendValue(dst []byte, v *apiv1.Value) ([]byte, error) {
 	case nil:
 		return append(dst, KindUnset), nil
 	case *apiv1.Value_NullValue:
-		return append(dst, KindNull), nil
+		return AppendNull(dst), nil
 	case *apiv1.Value_Int64Value:
-		return binary.AppendVarint(append(dst, KindInt64), k.Int64Value), nil
+		return AppendInt64(dst, k.Int64Value), nil
 	case *apiv1.Value_Uint64Value:
-		return binary.AppendUvarint(append(dst, KindUint64), k.Uint64Value), nil
+		return AppendUint64(dst, k.Uint64Value), nil
 	case *apiv1.Value_DoubleValue:
-		return binary.LittleEndian.AppendUint64(append(dst, KindDouble), math.Float64bits(k.DoubleValue)), nil
+		return AppendDouble(dst, k.DoubleValue), nil
 	case *apiv1.Value_StringValue:
 		if !utf8.ValidString(k.StringValue) {
 			return nil, errors.New("string value is not valid UTF-8")
 		}
-		return appendString(append(dst, KindString), k.StringValue), nil
+		return AppendString(dst, k.StringValue), nil
 	case *apiv1.Value_BytesValue:
-		dst = binary.AppendUvarint(append(dst, KindBytes), uint64(len(k.BytesValue)))
-		return append(dst, k.BytesValue...), nil
+		return AppendBytes(dst, k.BytesValue), nil
 	case *apiv1.Value_BoolValue:
 		b := byte(0)
 		if k.BoolValue {
@@ -66,7 +66,7 @@ func AppendValue(dst []byte, v *apiv1.Value) ([]byte, error) {
 		if !utf8.ValidString(k.JsonValue) {
 			return nil, errors.New("json value is not valid UTF-8")
 		}
-		return appendString(append(dst, KindJSON), k.JsonValue), nil
+		return AppendJSON(dst, k.JsonValue), nil
 	case *apiv1.Value_VectorValue:
 		vals := k.VectorValue.GetValues()
 		dst = binary.AppendUvarint(append(dst, KindVector), uint64(len(vals)))
@@ -77,6 +77,81 @@ func AppendValue(dst []byte, v *apiv1.Value) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unknown value kind %T", v.GetKind())
 }
+
+// The value encoders below are the one encoding of E45/E60: AppendValue
+// uses them, and so does a caller (normalize) that builds encoded rows
+// (E96) without building Values first. Each appends one slot.
+
+// AppendAbsent appends the slot of a layout field the row does not carry.
+func AppendAbsent(dst []byte) []byte { return append(dst, kindAbsent) }
+
+// AppendNull appends a null value.
+func AppendNull(dst []byte) []byte { return append(dst, KindNull) }
+
+// AppendInt64 appends an int64 value.
+func AppendInt64(dst []byte, x int64) []byte {
+	return binary.AppendVarint(append(dst, KindInt64), x)
+}
+
+// AppendUint64 appends a uint64 value.
+func AppendUint64(dst []byte, x uint64) []byte {
+	return binary.AppendUvarint(append(dst, KindUint64), x)
+}
+
+// AppendDouble appends a double value.
+func AppendDouble(dst []byte, x float64) []byte {
+	return binary.LittleEndian.AppendUint64(append(dst, KindDouble), math.Float64bits(x))
+}
+
+// AppendString appends a string value (the caller's text; the emulator
+// checks UTF-8 when it admits the row).
+func AppendString(dst []byte, s string) []byte { return appendString(append(dst, KindString), s) }
+
+// AppendJSON appends a JSON value.
+func AppendJSON(dst []byte, s string) []byte { return appendString(append(dst, KindJSON), s) }
+
+// AppendBytes appends a bytes value.
+func AppendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(append(dst, KindBytes), uint64(len(b)))
+	return append(dst, b...)
+}
+
+// AppendVectorLE appends a vector value whose components are le: 4 bytes
+// each, the little-endian IEEE 754 bits (len(le) a multiple of 4).
+func AppendVectorLE(dst, le []byte) []byte {
+	dst = binary.AppendUvarint(append(dst, KindVector), uint64(len(le)/4))
+	return append(dst, le...)
+}
+
+// Encoded sizes of the slots above, for a row's exact-size allocation.
+
+// SizeInt64 is the length of AppendInt64's slot.
+func SizeInt64(x int64) int {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	return 1 + uvarintLen(ux)
+}
+
+// SizeUint64 is the length of AppendUint64's slot.
+func SizeUint64(x uint64) int { return 1 + uvarintLen(x) }
+
+// SizeLenPrefixed is the length of a string, JSON or bytes slot of n
+// bytes, and of a vector slot of n/4 components.
+func SizeLenPrefixed(n int, vector bool) int {
+	if vector {
+		return 1 + uvarintLen(uint64(n/4)) + n
+	}
+	return 1 + uvarintLen(uint64(n)) + n
+}
+
+// SizeDouble is the length of AppendDouble's slot; SizeNull of
+// AppendNull's and AppendAbsent's.
+const (
+	SizeDouble = 9
+	SizeNull   = 1
+)
 
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
@@ -330,4 +405,133 @@ type Scratch struct {
 	b    apiv1.Value_BoolValue
 	s    apiv1.Value_StringValue
 	j    apiv1.Value_JsonValue
+	// RowView's: bytes and vectors without a copy.
+	by  apiv1.Value_BytesValue
+	vec apiv1.Value_VectorValue
+	fv  apiv1.FloatVector
+	f32 []float32
+}
+
+// RowView reads an encoded row a caller built with the encoders above
+// (E96) as Values, for the per-field checks of E36/E42 to run on them
+// unchanged: the Values live in the view's scratch (no allocation per
+// row) and are valid until the next View. Strings, JSON and bytes alias
+// the row.
+type RowView struct {
+	sc   []Scratch
+	vals []*apiv1.Value
+}
+
+// View splits row into n slots (each a value of a known kind or the
+// absent mark, in bounds, varints in their shortest form, bools 0 or 1,
+// nothing after the last) and returns them as Values (nil for an absent
+// slot). It reads untrusted bytes and never panics.
+func (rv *RowView) View(row []byte, n int) ([]*apiv1.Value, error) {
+	if cap(rv.sc) < n {
+		rv.sc = make([]Scratch, n)
+		rv.vals = make([]*apiv1.Value, n)
+	}
+	rv.sc, rv.vals = rv.sc[:n], rv.vals[:n]
+	off := 0
+	for i := 0; i < n; i++ {
+		if off >= len(row) {
+			return nil, fmt.Errorf("%d of %d values", i, n)
+		}
+		l, err := encLen(row[off:])
+		if err != nil {
+			return nil, fmt.Errorf("value %d: %w", i, err)
+		}
+		rv.vals[i] = viewSlot(row[off:off+l], &rv.sc[i])
+		off += l
+	}
+	if off != len(row) {
+		return nil, fmt.Errorf("%d bytes after the %d values", len(row)-off, n)
+	}
+	return rv.vals, nil
+}
+
+// canonUvarint reads a uvarint in its shortest form (what the encoders
+// write, so the row is byte for byte what its values encode to).
+func canonUvarint(b []byte) (uint64, int, error) {
+	x, w := binary.Uvarint(b)
+	if w <= 0 {
+		return 0, 0, errors.New("bad uvarint")
+	}
+	if w > 1 && b[w-1] == 0 {
+		return 0, 0, errors.New("varint not in its shortest form")
+	}
+	return x, w, nil
+}
+
+// encLen is the length of the encoded slot at the start of b (len(b) > 0),
+// checked as View says. UTF-8 is not checked here: the field checks
+// report it (E42) as they do for a Value.
+func encLen(b []byte) (int, error) {
+	switch b[0] {
+	case kindAbsent, KindUnset, KindNull:
+		return 1, nil
+	case KindInt64, KindUint64:
+		_, w, err := canonUvarint(b[1:]) // a varint is a zigzag uvarint
+		return 1 + w, err
+	case KindDouble:
+		if len(b) < 9 {
+			return 0, errors.New("short double")
+		}
+		return 9, nil
+	case KindBool:
+		if len(b) < 2 || b[1] > 1 {
+			return 0, errors.New("bad bool")
+		}
+		return 2, nil
+	case KindString, KindJSON, KindBytes, KindVector:
+		n, w, err := canonUvarint(b[1:])
+		if err != nil {
+			return 0, err
+		}
+		size := n
+		if b[0] == KindVector {
+			if n > uint64(len(b))/4 {
+				return 0, errors.New("vector length exceeds the row")
+			}
+			size = 4 * n
+		}
+		if size > uint64(len(b)-1-w) {
+			return 0, fmt.Errorf("length %d exceeds the %d bytes left", size, len(b)-1-w)
+		}
+		return 1 + w + int(size), nil
+	}
+	return 0, fmt.Errorf("unknown value kind %d", b[0])
+}
+
+// viewSlot is decodeSlot into sc for a checked slot, with bytes aliased
+// and a vector's components in sc's buffer.
+func viewSlot(s []byte, sc *Scratch) *apiv1.Value {
+	switch s[0] {
+	case KindUnset:
+		sc.v.Kind = nil
+		return &sc.v
+	case KindBytes:
+		sc.v.Kind = &sc.by
+		sc.by.BytesValue = payload(s)
+		return &sc.v
+	case KindVector:
+		n, w := binary.Uvarint(s[1:])
+		raw := s[1+w:]
+		sc.f32 = sc.f32[:0]
+		for i := 0; i < int(n); i++ {
+			sc.f32 = append(sc.f32, math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+		}
+		sc.fv.Values = sc.f32
+		sc.vec.VectorValue = &sc.fv
+		sc.v.Kind = &sc.vec
+		return &sc.v
+	}
+	return decodeSlot(s, sc)
+}
+
+// UpsertEncoded is Upsert of an encoded row (E96) that View accepted and
+// the checks admitted: the entry keeps row itself as its compact row
+// (E45), so the caller must not modify it.
+func (b *Batch) UpsertEncoded(pk string, commitTs uint64, layout *contract.Layout, row []byte, partition string) bool {
+	return b.put(pk, &Entry{Version: commitTs, Layout: layout, Row: row, Partition: partition})
 }
