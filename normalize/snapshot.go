@@ -225,7 +225,7 @@ func (p *SnapshotPartition) buildPieces(ch *SnapshotChunk, w *snapWaiter) []snap
 			SourcePartition: p.cfg.Partition, SourceEpoch: p.cfg.Epoch,
 			SchemaGenerationToken: p.cfg.Token, Collection: p.cfg.Collection,
 		}
-		rows := a.assemble(b, len(part), func(i int) *Mutation { return &part[i] }, positional)
+		rows := a.assembleRows(b, len(part), func(i int) *Mutation { return &part[i] }, positional)
 		out = append(out, snapPiece{b: b, rows: rows, bytes: bytes, w: w})
 		start = end
 	}
@@ -278,12 +278,17 @@ func (p *SnapshotPartition) sendGroup(ctx context.Context, group []snapPiece, n 
 			Mutations: make([]*apiv1.Mutation, 0, n),
 		}
 		if rows != nil {
-			rows = &contract.Rows{Layout: rows.Layout, Vals: make([][]*apiv1.Value, 0, n)}
+			if rows.Enc != nil { // E96
+				rows = &contract.Rows{Layout: rows.Layout, Enc: make([][]byte, 0, n)}
+			} else {
+				rows = &contract.Rows{Layout: rows.Layout, Vals: make([][]*apiv1.Value, 0, n)}
+			}
 		}
 		for _, pc := range group {
 			batch.Mutations = append(batch.Mutations, pc.b.GetMutations()...)
 			if rows != nil {
 				rows.Vals = append(rows.Vals, pc.rows.Vals...)
+				rows.Enc = append(rows.Enc, pc.rows.Enc...)
 			}
 		}
 	}
