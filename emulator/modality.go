@@ -320,14 +320,20 @@ type auxIndex struct {
 
 // numericColumn is a NUMERIC field's values as float64, sorted. float64(x)
 // is monotonic in x for int64 and uint64, so ranges over the converted
-// values give a superset of the exact matches. It keeps nothing per row on
-// ingest (E95): a write only marks it stale, and the first range search
-// after that sorts the field's values read from the documents, as the
-// column was re-sorted after any write before.
+// values give a superset of the exact matches. It keeps no value per row on
+// ingest (E95): until the first range search it is dirty and a write costs
+// nothing; after it, a write only records the keys it wrote (changed),
+// and the next range search re-reads just those keys' values from the
+// documents and merges them in (E97), instead of re-reading and sorting
+// every document. Past a quarter of the column's size in recorded keys it
+// goes dirty again (the next search rebuilds it whole, as E95 does).
 type numericColumn struct {
-	mu     sync.Mutex
-	dirty  bool
-	sorted []numEntry
+	mu      sync.Mutex
+	dirty   bool
+	sorted  []numEntry
+	changed []string
+	// rebuilds counts whole rebuilds (what E97 saves; read by tests).
+	rebuilds int
 }
 
 type numEntry struct {
@@ -351,11 +357,19 @@ func newAuxIndex(def *apiv1.CollectionDefinition) *auxIndex {
 	return a
 }
 
-// stale marks the column out of date (E95): the changes themselves are
-// read back from the documents by the next range search.
-func (n *numericColumn) stale() {
+// noteChanges records the keys changes wrote (E97): their values are
+// read back from the documents by the next range search. A dirty column
+// records nothing (its rebuild reads every document).
+func (n *numericColumn) noteChanges(changes []docstore.Change) {
 	n.mu.Lock()
-	n.dirty = true
+	if !n.dirty {
+		for _, ch := range changes {
+			n.changed = append(n.changed, ch.PK)
+		}
+		if len(n.changed) > len(n.sorted)/4+1024 {
+			n.dirty, n.changed = true, nil
+		}
+	}
 	n.mu.Unlock()
 }
 
@@ -377,7 +391,10 @@ func (n *numericColumn) rangeCandidates(docs *docstore.Store, field string, lo, 
 			}
 		})
 		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].v < n.sorted[j].v })
-		n.dirty = false
+		n.dirty, n.changed = false, nil
+		n.rebuilds++
+	} else if len(n.changed) > 0 {
+		n.mergeChanged(docs, field)
 	}
 	i := sort.Search(len(n.sorted), func(i int) bool { return n.sorted[i].v >= lo })
 	var out []string
@@ -387,6 +404,45 @@ func (n *numericColumn) rangeCandidates(docs *docstore.Store, field string, lo, 
 	n.mu.Unlock()
 	sort.Strings(out)
 	return out
+}
+
+// mergeChanged brings the written keys up to date (E97): their old
+// entries leave the column, their current values (a live document with a
+// numeric value) are sorted and merged in.
+func (n *numericColumn) mergeChanged(docs *docstore.Store, field string) {
+	written := make(map[string]struct{}, len(n.changed))
+	for _, pk := range n.changed {
+		written[pk] = struct{}{}
+	}
+	kept := n.sorted[:0]
+	for _, e := range n.sorted {
+		if _, ok := written[e.pk]; !ok {
+			kept = append(kept, e)
+		}
+	}
+	var fresh []numEntry
+	var sc docstore.Scratch
+	for pk := range written {
+		if ent, ok := docs.Get(pk); ok && !ent.Deleted {
+			if v := ent.FieldScratch(field, &sc); v != nil && isNumericKind(v) {
+				fresh = append(fresh, numEntry{asFloat(v), pk})
+			}
+		}
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].v < fresh[j].v })
+	// Merge from the back, in place: kept and fresh are each sorted.
+	i, j := len(kept)-1, len(fresh)-1
+	kept = append(kept, fresh...)
+	for w := len(kept) - 1; j >= 0; w-- {
+		if i >= 0 && kept[i].v > fresh[j].v {
+			kept[w] = kept[i]
+			i--
+		} else {
+			kept[w] = fresh[j]
+			j--
+		}
+	}
+	n.sorted, n.changed = kept, n.changed[:0]
 }
 
 // valueKey renders a scalar value as a posting key; ok is false for
@@ -414,7 +470,7 @@ func valueKey(v *apiv1.Value) (string, bool) {
 func (a *auxIndex) apply(changes []docstore.Change) {
 	if len(changes) > 0 {
 		for _, col := range a.numeric {
-			col.stale()
+			col.noteChanges(changes)
 		}
 	}
 	var sc docstore.Scratch // valueKey copies what it keeps

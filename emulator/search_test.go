@@ -297,7 +297,7 @@ func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 		col := e.colls["aux"].aux.numeric[field]
 		col.mu.Lock()
 		defer col.mu.Unlock()
-		return len(col.sorted), col.dirty
+		return len(col.sorted), col.dirty || len(col.changed) > 0
 	}
 	ops := []apiv1.FilterOp{apiv1.FilterOp_FILTER_OP_EQ, apiv1.FilterOp_FILTER_OP_LT, apiv1.FilterOp_FILTER_OP_LTE, apiv1.FilterOp_FILTER_OP_GT, apiv1.FilterOp_FILTER_OP_GTE}
 	var seq uint64
@@ -320,8 +320,9 @@ func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 		}
 		mustIngest(t, e, mb("table:1", 1, ta, m))
 		mustIngest(t, e, mb("table:2", 1, tb, m))
-		// rule: E95 — ingest keeps nothing per row: before any range
-		// search the column is empty, and every write marks it stale.
+		// rule: E95 — ingest keeps no value per row: before any range
+		// search the column is empty, and every write leaves it stale
+		// (dirty, or the written key recorded: E97).
 		if n, dirty := column("n"); !dirty || (!searched && n != 0) {
 			t.Fatalf("E95: after write %d the column holds %d entries (stale %v, searched %v)", i, n, dirty, searched)
 		}
@@ -354,5 +355,105 @@ func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 			}
 			searched = true
 		}
+	}
+}
+
+// E97: once a range search built a numeric column, later writes record
+// only their keys and the next range search merges those keys' current
+// values instead of re-reading and sorting every document; a write of
+// more keys than a quarter of the column sends it back to a whole
+// rebuild. Answers equal a scan's throughout.
+func TestE97_RangeSearchMergesWrittenKeys(t *testing.T) {
+	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
+		return &apiv1.CollectionDefinition{
+			Name: name,
+			Fields: []*apiv1.Field{
+				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
+				{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+			},
+			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
+		}
+	}
+	e := openMem(t, Options{})
+	ta := mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
+	tb := mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	var seq, ts uint64 = 0, 10
+	write := func(muts func(seq, ts uint64) []*apiv1.Mutation) {
+		ts++
+		ms := muts(0, ts)
+		for _, m := range ms {
+			seq++
+			m.Seq = seq
+		}
+		mustIngest(t, e, mb("table:1", 1, ta, ms...))
+		mustIngest(t, e, mb("table:2", 1, tb, ms...))
+	}
+	upsert := func(seq, ts uint64, id int, n int64) *apiv1.Mutation {
+		return &apiv1.Mutation{Seq: seq, CommitTs: ts, Kind: apiv1.MutationKind_MUTATION_KIND_UPSERT, PrimaryKey: fmt.Sprint(id),
+			Fields: map[string]*apiv1.Value{"id": val(id), "n": val(n)}}
+	}
+	const docs = 6000
+	write(func(seq, ts uint64) []*apiv1.Mutation {
+		var ms []*apiv1.Mutation
+		for id := 0; id < docs; id++ {
+			ms = append(ms, upsert(seq, ts, id, int64(id%100)))
+		}
+		return ms
+	})
+	rebuilds := func() int {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		col := e.colls["aux"].aux.numeric["n"]
+		col.mu.Lock()
+		defer col.mu.Unlock()
+		return col.rebuilds
+	}
+	check := func(step string, op apiv1.FilterOp, x int64) {
+		t.Helper()
+		f := &apiv1.Filter{Field: "n", Op: op, Value: val(x)}
+		ra, err := e.Search(bg, &apiv1.SearchRequest{Collection: "aux", Filters: []*apiv1.Filter{f}, Limit: 10000, KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := e.Search(bg, &apiv1.SearchRequest{Collection: "scan", Filters: []*apiv1.Filter{f}, Limit: 10000, KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eqKeys(hitKeys(ra), hitKeys(rb)...) || ra.GetTotal() != rb.GetTotal() {
+			t.Fatalf("E97 %s: filter %v: aux %d hits vs scan %d", step, f, len(hitKeys(ra)), len(hitKeys(rb)))
+		}
+	}
+	check("first search", apiv1.FilterOp_FILTER_OP_LT, 10)
+	if got := rebuilds(); got != 1 {
+		t.Fatalf("E97: %d rebuilds after the first range search, want 1", got)
+	}
+	for i := 0; i < 30; i++ {
+		id := (i * 197) % docs
+		switch i % 3 {
+		case 0: // an update moves a document across the range
+			write(func(seq, ts uint64) []*apiv1.Mutation { return []*apiv1.Mutation{upsert(seq, ts, id, int64(-i))} })
+		case 1: // a delete
+			write(func(seq, ts uint64) []*apiv1.Mutation { return []*apiv1.Mutation{del(seq, ts, id)} })
+		default: // a new document and an update
+			write(func(seq, ts uint64) []*apiv1.Mutation {
+				return []*apiv1.Mutation{upsert(seq, ts, docs+i, 5), upsert(seq, ts, id, 95)}
+			})
+		}
+		check(fmt.Sprintf("after write %d", i), []apiv1.FilterOp{apiv1.FilterOp_FILTER_OP_LT, apiv1.FilterOp_FILTER_OP_GTE, apiv1.FilterOp_FILTER_OP_EQ}[i%3], int64(i%12))
+	}
+	if got := rebuilds(); got != 1 {
+		t.Fatalf("E97: %d rebuilds after 30 small writes, want 1 (the written keys merged)", got)
+	}
+	// More keys than a quarter of the column (+1024): a whole rebuild.
+	write(func(seq, ts uint64) []*apiv1.Mutation {
+		var ms []*apiv1.Mutation
+		for id := 0; id < docs/4+1100; id++ {
+			ms = append(ms, upsert(seq, ts, id, int64(id%7)))
+		}
+		return ms
+	})
+	check("after a large write", apiv1.FilterOp_FILTER_OP_LTE, 3)
+	if got := rebuilds(); got != 2 {
+		t.Fatalf("E97: %d rebuilds after a write of a third of the keys, want 2", got)
 	}
 }
