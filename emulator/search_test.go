@@ -155,20 +155,10 @@ func TestFilterSemantics(t *testing.T) {
 func TestAuxIndexMatchesScan(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
-	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
-		return &apiv1.CollectionDefinition{
-			Name: name,
-			Fields: []*apiv1.Field{
-				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
-				{Name: "k", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_KEYWORD},
-				{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
-			},
-			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
-		}
-	}
-	e := openMem(t, Options{})
-	ta := mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
-	tb := mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	e, ta, tb := newAuxScanPair(t,
+		&apiv1.Field{Name: "k", Type: apiv1.FieldType_FIELD_TYPE_STRING, Role: apiv1.FieldRole_FIELD_ROLE_KEYWORD},
+		&apiv1.Field{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+	)
 	big := int64(1) << 60
 	nums := []int64{-5, 0, 3, 7, big, big + 1, big + 2}
 	var seq uint64
@@ -200,14 +190,7 @@ func TestAuxIndexMatchesScan(t *testing.T) {
 			}
 			f = &apiv1.Filter{Field: "n", Op: ops[rng.Intn(len(ops))], Value: arg}
 		}
-		ra, err := e.Search(bg, &apiv1.SearchRequest{Collection: "aux", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb, err := e.Search(bg, &apiv1.SearchRequest{Collection: "scan", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ra, rb := searchAuxAndScan(t, e, f, 1000)
 		if !eqKeys(hitKeys(ra), hitKeys(rb)...) || ra.GetTotal() != rb.GetTotal() {
 			t.Fatalf("filter %v: aux %v vs scan %v", f, hitKeys(ra), hitKeys(rb))
 		}
@@ -277,20 +260,10 @@ func TestScanE2(t *testing.T) {
 func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
-	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
-		return &apiv1.CollectionDefinition{
-			Name: name,
-			Fields: []*apiv1.Field{
-				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
-				{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
-				{Name: "f", Type: apiv1.FieldType_FIELD_TYPE_FLOAT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
-			},
-			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
-		}
-	}
-	e := openMem(t, Options{})
-	ta := mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
-	tb := mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	e, ta, tb := newAuxScanPair(t,
+		&apiv1.Field{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+		&apiv1.Field{Name: "f", Type: apiv1.FieldType_FIELD_TYPE_FLOAT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+	)
 	column := func(field string) (int, bool) {
 		e.mu.RLock()
 		defer e.mu.RUnlock()
@@ -338,14 +311,7 @@ func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 				arg = val(float64(rng.Intn(44))/4 - 0.5)
 			}
 			f := &apiv1.Filter{Field: field, Op: ops[rng.Intn(len(ops))], Value: arg}
-			ra, err := e.Search(bg, &apiv1.SearchRequest{Collection: "aux", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rb, err := e.Search(bg, &apiv1.SearchRequest{Collection: "scan", Filters: []*apiv1.Filter{f}, Limit: 1000, KeysOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ra, rb := searchAuxAndScan(t, e, f, 1000)
 			// rule: E95 — a range search after writes finds what a scan finds.
 			if !eqKeys(hitKeys(ra), hitKeys(rb)...) || ra.GetTotal() != rb.GetTotal() {
 				t.Fatalf("seed %d: after write %d, filter %v: aux %v vs scan %v", seed, i, f, hitKeys(ra), hitKeys(rb))
@@ -364,19 +330,9 @@ func TestE95_AuxNumericColumnFollowsWrites(t *testing.T) {
 // more keys than a quarter of the column sends it back to a whole
 // rebuild. Answers equal a scan's throughout.
 func TestE97_RangeSearchMergesWrittenKeys(t *testing.T) {
-	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
-		return &apiv1.CollectionDefinition{
-			Name: name,
-			Fields: []*apiv1.Field{
-				{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY},
-				{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
-			},
-			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
-		}
-	}
-	e := openMem(t, Options{})
-	ta := mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
-	tb := mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	e, ta, tb := newAuxScanPair(t,
+		&apiv1.Field{Name: "n", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_NUMERIC},
+	)
 	var seq, ts uint64 = 0, 10
 	write := func(muts func(seq, ts uint64) []*apiv1.Mutation) {
 		ts++
@@ -411,14 +367,7 @@ func TestE97_RangeSearchMergesWrittenKeys(t *testing.T) {
 	check := func(step string, op apiv1.FilterOp, x int64) {
 		t.Helper()
 		f := &apiv1.Filter{Field: "n", Op: op, Value: val(x)}
-		ra, err := e.Search(bg, &apiv1.SearchRequest{Collection: "aux", Filters: []*apiv1.Filter{f}, Limit: 10000, KeysOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb, err := e.Search(bg, &apiv1.SearchRequest{Collection: "scan", Filters: []*apiv1.Filter{f}, Limit: 10000, KeysOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ra, rb := searchAuxAndScan(t, e, f, 10000)
 		if !eqKeys(hitKeys(ra), hitKeys(rb)...) || ra.GetTotal() != rb.GetTotal() {
 			t.Fatalf("E97 %s: filter %v: aux %d hits vs scan %d", step, f, len(hitKeys(ra)), len(hitKeys(rb)))
 		}
@@ -456,4 +405,37 @@ func TestE97_RangeSearchMergesWrittenKeys(t *testing.T) {
 	if got := rebuilds(); got != 2 {
 		t.Fatalf("E97: %d rebuilds after a write of a third of the keys, want 2", got)
 	}
+}
+
+// newAuxScanPair creates two collections of the same fields (id, the
+// primary key, then fields): "aux" on table:1 with metadata_aux and
+// "scan" on table:2 without, so every filtered search of the first can
+// be checked against a scan of the second. It returns their tokens.
+func newAuxScanPair(t *testing.T, fields ...*apiv1.Field) (e *Emulator, auxToken, scanToken string) {
+	t.Helper()
+	mk := func(name, part string, aux bool) *apiv1.CollectionDefinition {
+		return &apiv1.CollectionDefinition{
+			Name:       name,
+			Fields:     append([]*apiv1.Field{{Name: "id", Type: apiv1.FieldType_FIELD_TYPE_INT, Role: apiv1.FieldRole_FIELD_ROLE_PRIMARY_KEY}}, fields...),
+			PrimaryKey: []string{"id"}, SourcePartitions: []string{part}, MetadataAux: aux,
+		}
+	}
+	e = openMem(t, Options{})
+	auxToken = mustCreate(t, e, mk("aux", "table:1", true), 1).GetSchemaGenerationToken()
+	scanToken = mustCreate(t, e, mk("scan", "table:2", false), 1).GetSchemaGenerationToken()
+	return e, auxToken, scanToken
+}
+
+// searchAuxAndScan runs one keys-only filtered search on both collections
+// of an aux/scan pair.
+func searchAuxAndScan(t *testing.T, e *Emulator, f *apiv1.Filter, limit uint32) (aux, scan *apiv1.SearchResponse) {
+	t.Helper()
+	search := func(collection string) *apiv1.SearchResponse {
+		r, err := e.Search(bg, &apiv1.SearchRequest{Collection: collection, Filters: []*apiv1.Filter{f}, Limit: limit, KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	return search("aux"), search("scan")
 }
